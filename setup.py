@@ -1,0 +1,40 @@
+"""embodied_memory: ament_python package (src layout). Dependencies: requirements.txt."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "embodied_memory"
+
+# Every node is a console script (ros2 run embodied_memory <name> on a full ROS install).
+NODES = {
+    "memory_node": "embodied_memory.nodes.memory_node:main",
+    "observation_importer": "embodied_memory.nodes.observation_importer:main",
+}
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    package_dir={"": "src"},
+    packages=find_packages("src"),
+    package_data={"embodied_memory.store": ["schema.sql"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+    ],
+    python_requires=">=3.10",
+    install_requires=["PyYAML", "numpy"],
+    extras_require={
+        # GPU robot: heavy models loaded from configured weight paths. Never in the default.
+        "gpu": ["open_clip_torch", "segment-anything", "ultralytics", "insightface", "onnxruntime-gpu"],
+    },
+    zip_safe=True,
+    maintainer="embodied_memory maintainers",
+    description="Robot-side long-term memory for mobile robots (ROS 2).",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [f"{name} = {target}" for name, target in NODES.items()]
+        + ["embodied-memory = embodied_memory.cli:main"],
+    },
+)

@@ -1,0 +1,75 @@
+"""Parameters of every node, one dataclass each, with defaults that run offline on a CPU.
+
+The registry ``NODE_PARAMS`` maps an executable name to its dataclass; the launcher and the
+launch files validate a stack against it before any process starts, and each node validates
+its own ROS parameters against it again at start-up (so ``ros2 run`` with a stray key fails
+too).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StoreParams:
+    """Where and how the memory is kept (see embodied_memory.store)."""
+
+    backend: str = "sqlite_faiss"          # sqlite_faiss (embedded) | milvus
+    data_dir: str = "~/.local/share/embodied_memory"
+    milvus_uri: str = ""                   # milvus: http://host:19530, or a file for Milvus Lite
+    text_dim: int = 384                    # MiniLM-L6
+    image_dim: int = 1280                  # MobileNetV2 pooled features (CLIP ViT-B/32: 512)
+    face_dim: int = 128                    # SFace
+    reid_dim: int = 1280
+    max_description_chars: int = 8192
+    timezone: str = "UTC"                  # for "per day" queries
+    recency_weight_cos: float = 3.0        # HUMEMBR s = a*cos_dist + b*(1 - exp(-lambda*h))
+    recency_weight_time: float = 1.0
+    recency_horizon_hours: float = 120.0   # penalty reaches 0.95 at this age
+    checkpoint_every: int = 5000           # vector index snapshot every N inserts
+    text_embedder: str = "minilm"          # minilm | hash (tests/benchmarks without a model)
+
+    def validate(self) -> None:
+        if self.backend not in ("sqlite_faiss", "milvus"):
+            raise ValueError(f"backend: unknown '{self.backend}' (sqlite_faiss | milvus)")
+        for name in ("text_dim", "image_dim", "face_dim", "reid_dim", "max_description_chars",
+                     "checkpoint_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}: must be > 0")
+        if self.recency_horizon_hours <= 0:
+            raise ValueError("recency_horizon_hours: must be > 0")
+        if self.text_embedder not in ("minilm", "hash"):
+            raise ValueError(f"text_embedder: unknown '{self.text_embedder}' (minilm | hash)")
+
+
+@dataclass(frozen=True)
+class MemoryNodeParams(StoreParams):
+    observations_topic: str = "/memory/observations"
+    markers_topic: str = "/memory/markers"
+    markers_period_s: float = 5.0
+    markers_max: int = 2000
+    map_frame: str = "map"
+
+
+@dataclass(frozen=True)
+class ObservationImporterParams:
+    """Publishes observations from a JSON-lines export (another robot, an older store)."""
+
+    input_path: str = ""
+    observations_topic: str = "/memory/observations"
+    rate_hz: float = 50.0
+    wait_for_subscriber_s: float = 10.0
+
+    def validate(self) -> None:
+        if not self.input_path:
+            raise ValueError("input_path: required (a .jsonl file of observations)")
+        if self.rate_hz <= 0:
+            raise ValueError("rate_hz: must be > 0")
+
+
+NODE_PARAMS: dict[str, type] = {
+    "memory_node": MemoryNodeParams,
+    "observation_importer": ObservationImporterParams,
+}
+
+__all__ = ["NODE_PARAMS", "StoreParams", "MemoryNodeParams", "ObservationImporterParams"]

@@ -1,0 +1,1 @@
+"""Perception backends (embedders, detectors, faces, re-ID, describer), chosen by config name."""

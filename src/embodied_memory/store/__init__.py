@@ -1,0 +1,9 @@
+"""The memory store: records in SQLite (WAL), vectors in FAISS (embedded) or Milvus (fleets).
+
+``open_store(params)`` is the one way in; see :class:`MemoryStore` for the retrieval
+functions the agent calls as tools.
+"""
+from .errors import InvalidRecordError, StoreError, UnknownPersonError
+from .memory_store import MemoryStore, open_store
+
+__all__ = ["MemoryStore", "open_store", "StoreError", "InvalidRecordError", "UnknownPersonError"]

@@ -1,0 +1,821 @@
+"""MemoryStore: durable records (SQLite, WAL) + vector indexes (FAISS or Milvus).
+
+Every retrieval function is a plain method with typed arguments and a JSON-serialisable
+result; the query agent exposes them as tools under the same names.
+
+Durability: ``insert`` returns after its SQLite transaction is committed with
+``synchronous=FULL``; vectors are rebuilt from SQLite for anything the index snapshot lacks,
+so an acknowledged record survives ``kill -9``.  Validation happens before the transaction:
+a rejected batch changes nothing.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import math
+import re
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+from ..params import StoreParams
+from ..types import Episode, Identity, Observation, SemanticRule, as_vector
+from .errors import InvalidRecordError, StoreError, UnknownPersonError
+from .recency import RecencyScore
+from .vector_index import FaissVectorIndex, MilvusVectorIndex
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = (Path(__file__).with_name("schema.sql")).read_text()
+_ID_RE = re.compile(r"^[A-Za-z0-9_.:/@-]{1,128}$")
+_OBS_COLUMNS = ("id, observation_id, t, episode_id, keyframe_id, segment_id, waypoint_id, "
+                "x, y, z, yaw, frame_id, description, image_path, persons")
+SCHEMA_VERSION = "1"
+
+Summariser = Callable[[str, str, list[dict]], str]
+"""(person, date, sightings in time order) -> summary text"""
+
+
+def _blob(vec: Optional[np.ndarray]) -> Optional[bytes]:
+    return None if vec is None else np.asarray(vec, dtype=np.float32).tobytes()
+
+
+def _unblob(data: Optional[bytes]) -> Optional[np.ndarray]:
+    return None if data is None else np.frombuffer(data, dtype=np.float32)
+
+
+def _unit(vec: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm > 0 else vec
+
+
+class MemoryStore:
+    """The robot's long-term memory.  Thread-safe; one writer at a time, readers never wait
+    for it (WAL)."""
+
+    def __init__(self, params: StoreParams, *, text_embedder=None, image_query_embedder=None,
+                 summariser: Optional[Summariser] = None):
+        self.params = params
+        self.data_dir = Path(params.data_dir).expanduser()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.images_dir = self.data_dir / "images"
+        self.tz = ZoneInfo(params.timezone)
+        self.recency = RecencyScore(params.recency_weight_cos, params.recency_weight_time,
+                                    params.recency_horizon_hours)
+        self._text_embedder = text_embedder
+        self._image_query_embedder = image_query_embedder  # text -> image space (CLIP), optional
+        self.summariser = summariser
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._inserted_since_checkpoint = 0
+        self.db_path = self.data_dir / "memory.sqlite3"
+        conn = self._conn()
+        conn.executescript(_SCHEMA)
+        self._check_meta(conn)
+        self._indexes = self._open_indexes()
+
+    # -- connections ----------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA cache_size=-65536")
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _transaction(self):
+        conn = self._conn()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _check_meta(self, conn: sqlite3.Connection) -> None:
+        wanted = {"schema_version": SCHEMA_VERSION, "text_dim": str(self.params.text_dim),
+                  "image_dim": str(self.params.image_dim), "face_dim": str(self.params.face_dim),
+                  "reid_dim": str(self.params.reid_dim)}
+        stored = {r["key"]: r["value"] for r in conn.execute("SELECT key, value FROM meta")}
+        for key, value in wanted.items():
+            if key in stored and stored[key] != value:
+                raise StoreError(f"{self.db_path}: stored {key} is {stored[key]} but the configuration "
+                                 f"says {value}; use another data_dir or matching dimensions")
+        conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
+                         list(wanted.items()) + [("generation", "0")])
+
+    def _generation(self, conn=None) -> int:
+        row = (conn or self._conn()).execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        return int(row[0])
+
+    def _bump_generation(self, conn) -> int:
+        gen = self._generation(conn) + 1
+        conn.execute("UPDATE meta SET value=? WHERE key='generation'", (str(gen),))
+        return gen
+
+    def _open_indexes(self) -> dict[str, Any]:
+        indexes = {}
+        gen = self._generation()
+        for kind, column, dim in (("text", "text_emb", self.params.text_dim),
+                                  ("image", "image_emb", self.params.image_dim)):
+            if self.params.backend == "milvus":
+                uri = self.params.milvus_uri or str(self.data_dir / "milvus.db")
+                index = MilvusVectorIndex(uri, f"em_{kind}", dim)
+            else:
+                index = FaissVectorIndex(self.data_dir / f"{kind}.faiss", dim)
+            total = self._conn().execute(
+                f"SELECT COUNT(*) FROM observations WHERE {column} IS NOT NULL").fetchone()[0]
+            index.open(gen, lambda after, c=column: self._vector_batches(c, after), total)
+            indexes[kind] = index
+        return indexes
+
+    def _vector_batches(self, column: str, after_id: int, batch: int = 20_000):
+        conn = sqlite3.connect(self.db_path, timeout=30.0)
+        try:
+            last = after_id
+            while True:
+                rows = conn.execute(f"SELECT id, {column} FROM observations WHERE id > ? AND {column} "
+                                    f"IS NOT NULL ORDER BY id LIMIT ?", (last, batch)).fetchall()
+                if not rows:
+                    return
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                yield ids, vecs
+                last = int(ids[-1])
+        finally:
+            conn.close()
+
+    @property
+    def text_embedder(self):
+        if self._text_embedder is None:
+            from ..perception.text_embedding import make_text_embedder
+            self._text_embedder = make_text_embedder(self.params.text_embedder, self.params.text_dim)
+        return self._text_embedder
+
+    def embed_text(self, text: str) -> np.ndarray:
+        return self.text_embedder.embed([text])[0]
+
+    def close(self) -> None:
+        with self._write_lock:
+            self.checkpoint()
+            for index in self._indexes.values():
+                index.close()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def checkpoint(self) -> None:
+        """Snapshot the vector indexes (a restart then has nothing to re-add)."""
+        max_id = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0]
+        gen = self._generation()
+        for index in self._indexes.values():
+            index.checkpoint(max_id, gen)
+        self._inserted_since_checkpoint = 0
+
+    # -- writing ----------------------------------------------------------------------------
+    def add_episode(self, episode: Episode) -> None:
+        if not _ID_RE.match(episode.episode_id):
+            raise InvalidRecordError(f"episode_id {episode.episode_id!r}: 1-128 chars of [A-Za-z0-9_.:/@-]")
+        with self._transaction() as conn:
+            conn.execute("INSERT INTO episodes(episode_id, start, end, name, world, last_stamp) "
+                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(episode_id) DO UPDATE SET "
+                         "end=excluded.end, name=excluded.name, world=excluded.world",
+                         (episode.episode_id, episode.start, episode.end, episode.name,
+                          episode.world, episode.start))
+
+    def _validate(self, obs: Observation, index: int) -> None:
+        where = f"observation[{index}] ({obs.observation_id!r})"
+        p = self.params
+        if not _ID_RE.match(obs.observation_id or ""):
+            raise InvalidRecordError(f"{where}: observation_id must be 1-128 chars of [A-Za-z0-9_.:/@-]")
+        if not _ID_RE.match(obs.episode_id or ""):
+            raise InvalidRecordError(f"{where}: episode_id must be 1-128 chars of [A-Za-z0-9_.:/@-]")
+        if not (isinstance(obs.stamp, (int, float)) and math.isfinite(obs.stamp) and obs.stamp > 0):
+            raise InvalidRecordError(f"{where}: stamp must be a finite UNIX time, got {obs.stamp!r}")
+        if not obs.pose.is_finite():
+            raise InvalidRecordError(f"{where}: pose has NaN/inf: {obs.pose}")
+        for name, text in (("description", obs.description), ("description_json", obs.description_json)):
+            if len(text) > p.max_description_chars:
+                raise InvalidRecordError(f"{where}: {name} has {len(text)} characters, "
+                                         f"max_description_chars is {p.max_description_chars}")
+        checks = [("text_embedding", obs.text_embedding, p.text_dim),
+                  ("global_embedding", obs.global_embedding, p.image_dim)]
+        checks += [(f"regions[{i}].embedding", r.embedding, None) for i, r in enumerate(obs.regions)]
+        for i, s in enumerate(obs.people):
+            checks += [(f"people[{i}].face_embedding", s.face_embedding, p.face_dim),
+                       (f"people[{i}].reid_embedding", s.reid_embedding, p.reid_dim)]
+            if s.identity_id and not _ID_RE.match(s.identity_id):
+                raise InvalidRecordError(f"{where}: people[{i}].identity_id {s.identity_id!r} is not a valid id")
+            if not all(math.isfinite(v) for v in s.box):
+                raise InvalidRecordError(f"{where}: people[{i}].box has NaN/inf")
+        for name, vec, dim in checks:
+            if vec is None:
+                continue
+            if dim is not None and vec.shape != (dim,):
+                raise InvalidRecordError(f"{where}: {name} has {vec.size} values, configured dimension is {dim}")
+            if not np.all(np.isfinite(vec)):
+                raise InvalidRecordError(f"{where}: {name} has NaN/inf")
+
+    def insert(self, observations: Sequence[Observation]) -> list[str]:
+        """Store a batch atomically; returns the ids stored (ids already stored are skipped).
+
+        Raises :class:`InvalidRecordError` (nothing written) for NaN/inf poses, wrong embedding
+        sizes, oversized text, timestamps older than the episode's last record, invalid or
+        forgotten person ids.
+        """
+        observations = list(observations)
+        for i, obs in enumerate(observations):
+            obs.text_embedding = as_vector(obs.text_embedding)
+            obs.global_embedding = as_vector(obs.global_embedding)
+            for s in obs.people:
+                s.face_embedding, s.reid_embedding = as_vector(s.face_embedding), as_vector(s.reid_embedding)
+            for r in obs.regions:
+                r.embedding = as_vector(r.embedding)
+            self._validate(obs, i)
+        seen_ids = [o.observation_id for o in observations]
+        if len(set(seen_ids)) != len(seen_ids):
+            raise InvalidRecordError("batch repeats an observation_id")
+        missing_text = [o for o in observations if o.text_embedding is None and o.description]
+        if missing_text:
+            vecs = self.text_embedder.embed([o.description for o in missing_text])
+            for obs, vec in zip(missing_text, vecs):
+                obs.text_embedding = vec
+        new_vectors: dict[str, list] = {"text": [], "image": []}
+        stored: list[str] = []
+        with self._transaction() as conn:
+            existing = set()
+            for start in range(0, len(seen_ids), 500):
+                chunk = seen_ids[start:start + 500]
+                existing.update(r[0] for r in conn.execute(
+                    f"SELECT observation_id FROM observations WHERE observation_id IN "
+                    f"({','.join('?' * len(chunk))})", chunk))
+            fresh = [o for o in observations if o.observation_id not in existing]
+            person_ids = {s.identity_id for o in fresh for s in o.people if s.identity_id}
+            if person_ids:
+                marks = ",".join("?" * len(person_ids))
+                forgotten = [r[0] for r in conn.execute(
+                    f"SELECT identity_id FROM forgotten_identities WHERE identity_id IN ({marks})",
+                    list(person_ids))]
+                if forgotten:
+                    raise InvalidRecordError(f"identity {', '.join(sorted(forgotten))} was forgotten at an "
+                                             "operator's request and cannot be stored again")
+            last_stamp = {}
+            for obs in fresh:
+                if obs.episode_id not in last_stamp:
+                    row = conn.execute("SELECT last_stamp FROM episodes WHERE episode_id=?",
+                                       (obs.episode_id,)).fetchone()
+                    last_stamp[obs.episode_id] = row[0] if row else None
+                    if row is None:
+                        conn.execute("INSERT INTO episodes(episode_id, start, last_stamp) VALUES (?,?,?)",
+                                     (obs.episode_id, obs.stamp, obs.stamp))
+                previous = last_stamp[obs.episode_id]
+                if previous is not None and obs.stamp < previous:
+                    raise InvalidRecordError(
+                        f"observation {obs.observation_id!r}: stamp {obs.stamp:.3f} is older than the last "
+                        f"record of episode {obs.episode_id!r} ({previous:.3f}); timestamps must not go back")
+                last_stamp[obs.episode_id] = obs.stamp
+            now = time.time()
+            for obs in fresh:
+                p = obs.pose
+                persons = ",".join(dict.fromkeys(s.identity_id for s in obs.people if s.identity_id))
+                text_vec = _unit(obs.text_embedding) if obs.text_embedding is not None else None
+                image_vec = _unit(obs.global_embedding) if obs.global_embedding is not None else None
+                cur = conn.execute(
+                    "INSERT INTO observations(observation_id, t, episode_id, keyframe_id, segment_id, "
+                    "waypoint_id, x, y, z, yaw, frame_id, description, description_json, image_path, "
+                    "persons, text_emb, image_emb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (obs.observation_id, obs.stamp, obs.episode_id, obs.keyframe_id, int(obs.segment_id),
+                     obs.waypoint_id, p.x, p.y, p.z, p.yaw, p.frame_id, obs.description,
+                     obs.description_json, obs.image_path, persons, _blob(text_vec), _blob(image_vec)))
+                row_id = cur.lastrowid
+                conn.execute("INSERT INTO obs_xy(id, min_x, max_x, min_y, max_y) VALUES (?,?,?,?,?)",
+                             (row_id, p.x, p.x, p.y, p.y))
+                for r in obs.regions:
+                    c3, s3 = r.center_3d or (None,) * 3, r.size_3d or (None,) * 3
+                    conn.execute("INSERT INTO regions(obs, label, score, x1, y1, x2, y2, emb, cx, cy, cz, "
+                                 "sx, sy, sz) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 (row_id, r.label, r.score, *r.box, _blob(r.embedding), *c3, *s3))
+                for s in obs.people:
+                    if s.identity_id:
+                        conn.execute("INSERT OR IGNORE INTO identities(identity_id, created) VALUES (?, ?)",
+                                     (s.identity_id, now))
+                    conn.execute(
+                        "INSERT INTO sightings(obs, identity_id, t, confidence, detection_score, x1, y1, x2, "
+                        "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (row_id, s.identity_id or None, obs.stamp, s.identity_confidence, s.detection_score,
+                         *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
+                         _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
+                         s.crop_path))
+                if text_vec is not None:
+                    new_vectors["text"].append((row_id, text_vec))
+                if image_vec is not None:
+                    new_vectors["image"].append((row_id, image_vec))
+                stored.append(obs.observation_id)
+            for episode_id, stamp in last_stamp.items():
+                conn.execute("UPDATE episodes SET last_stamp=MAX(last_stamp, ?), "
+                             "end=MAX(COALESCE(end, 0), ?) WHERE episode_id=?", (stamp, stamp, episode_id))
+        # committed (durable): now the in-memory indexes; a crash here is repaired on open
+        for kind, items in new_vectors.items():
+            if items:
+                self._indexes[kind].add(np.array([i for i, _ in items], dtype=np.int64),
+                                        np.stack([v for _, v in items]))
+        self._inserted_since_checkpoint += len(stored)
+        if self._inserted_since_checkpoint >= self.params.checkpoint_every:
+            self.checkpoint()
+        return stored
+
+    # -- helpers for results ----------------------------------------------------------------
+    def iso(self, t: float) -> str:
+        return dt.datetime.fromtimestamp(t, tz=self.tz).isoformat(timespec="seconds")
+
+    def _record(self, row: sqlite3.Row, score: Optional[float] = None, key: str = "score") -> dict:
+        rec = {"id": row["observation_id"], "time": self.iso(row["t"]), "t": round(row["t"], 3),
+               "episode": row["episode_id"], "waypoint": row["waypoint_id"] or "",
+               "position": [round(row["x"], 2), round(row["y"], 2), round(row["z"], 2)],
+               "yaw": round(row["yaw"], 3), "description": row["description"] or "",
+               "persons": [p for p in (row["persons"] or "").split(",") if p]}
+        if row["image_path"]:
+            rec["image_path"] = row["image_path"]
+        if score is not None:
+            rec[key] = round(float(score), 4)
+        return rec
+
+    def _rows_by_id(self, ids: Iterable[int]) -> dict[int, sqlite3.Row]:
+        ids = [int(i) for i in ids]
+        out: dict[int, sqlite3.Row] = {}
+        conn = self._conn()
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            for row in conn.execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE id IN "
+                                    f"({','.join('?' * len(chunk))})", chunk):
+                out[row["id"]] = row
+        return out
+
+    def _person_row_ids(self, person: str) -> np.ndarray:
+        identity = self.resolve_person(person)
+        rows = self._conn().execute("SELECT DISTINCT obs FROM sightings WHERE identity_id=?", (identity,))
+        return np.fromiter((r[0] for r in rows), dtype=np.int64)
+
+    def resolve_person(self, person: str) -> str:
+        """An identity id from an id or an operator-given display name (case-insensitive)."""
+        row = self._conn().execute(
+            "SELECT identity_id FROM identities WHERE identity_id=? OR lower(display_name)=lower(?) "
+            "ORDER BY identity_id=? DESC LIMIT 1", (person, person, person)).fetchone()
+        if row is None:
+            raise UnknownPersonError(f"unknown person {person!r}: no identity with that id or name "
+                                     f"(known: {', '.join(i.identity_id for i in self.identities()[:20]) or 'none'})")
+        return row[0]
+
+    def _ranked(self, kind: str, query_vec: np.ndarray, n: int, *, before: Optional[float],
+                now: float, use_recency: bool, subset: Optional[np.ndarray] = None,
+                accept: Callable[[sqlite3.Row], bool] = lambda row: True) -> list[tuple[float, sqlite3.Row]]:
+        """Top-n rows by score (lower is better), exact for the flat index: candidates are
+        fetched by cosine and widened until no record outside them could score better."""
+        index = self._indexes[kind]
+        query_vec = _unit(np.asarray(query_vec, dtype=np.float32))
+        if query_vec.shape != (index.dim,):
+            raise StoreError(f"{kind} query has {query_vec.size} values, index dimension is {index.dim}")
+        if subset is not None and len(subset) == 0:
+            return []
+        total = index.count() if subset is None else len(subset)
+        k = min(max(4 * n, 64), max(total, 1))
+        # smallest time penalty any record can have: the newest allowed one
+        min_penalty = float(self.recency.penalty((now - before) / 3600.0)) if (use_recency and before) else 0.0
+        while True:
+            ids, sims = index.search(query_vec, k, subset)
+            rows = self._rows_by_id(ids)
+            scored = []
+            for rid, sim in zip(ids, sims):
+                row = rows.get(int(rid))
+                if row is None or (before is not None and row["t"] > before) or not accept(row):
+                    continue
+                hours = (now - row["t"]) / 3600.0
+                score = (self.recency.score(sim, hours) if use_recency
+                         else self.recency.weight_cos * (1.0 - float(sim)))
+                scored.append((float(score), row))
+            scored.sort(key=lambda item: item[0])
+            best = scored[:n]
+            exhausted = len(ids) < k or k >= total
+            if exhausted or not len(sims):
+                return best
+            bound = self.recency.weight_cos * (1.0 - float(sims[-1])) + self.recency.weight_time * min_penalty * use_recency
+            if len(best) == n and best[-1][0] <= bound:
+                return best
+            k = min(k * 4, total)
+
+    # -- retrieval functions (agent tools) ----------------------------------------------------
+    def semantic_observations(self, query: str, person: Optional[str] = None,
+                              before: Optional[float] = None, n: int = 30,
+                              now: Optional[float] = None) -> list[dict]:
+        """HUMEMBR: observations ranked by a*cosine_distance + b*(1-exp(-lambda*hours_ago)),
+        optionally only those showing ``person`` and only up to ``before``."""
+        now = now if now is not None else (before if before is not None else time.time())
+        subset = self._person_row_ids(person) if person else None
+        hits = self._ranked("text", self.embed_text(query), n, before=before, now=now,
+                            use_recency=True, subset=subset)
+        return [self._record(row, score) for score, row in hits]
+
+    def text_observations(self, query: str, k: int = 5, before: Optional[float] = None) -> list[dict]:
+        """ReMEmbR ``retrieve_from_text``: plain cosine top-k over descriptions."""
+        hits = self._ranked("text", self.embed_text(query), k, before=before, now=time.time(),
+                            use_recency=False)
+        return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
+
+    def image_retrieval(self, query: str, m: int = 3, before: Optional[float] = None) -> list[dict]:
+        """LVMem: the M observations whose images best match ``query`` (with their image paths).
+
+        With an image-space text encoder (CLIP backend) the query is matched against the global
+        image embeddings; otherwise against the descriptions of observations that have images."""
+        has_image = lambda row: bool(row["image_path"])  # noqa: E731
+        if self._image_query_embedder is not None:
+            vec = self._image_query_embedder.embed([query])[0]
+            hits = self._ranked("image", vec, m, before=before, now=time.time(), use_recency=False,
+                                accept=has_image)
+        else:
+            hits = self._ranked("text", self.embed_text(query), m, before=before, now=time.time(),
+                                use_recency=False, accept=has_image)
+        return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
+
+    def visual_similarity(self, embedding: Sequence[float], k: int = 10, episode: Optional[str] = None,
+                          exclude_episode: Optional[str] = None) -> list[dict]:
+        """Top-k observations by global image embedding (episodic recall across episodes)."""
+        vec = as_vector(embedding)
+        if vec is None:
+            raise StoreError("visual_similarity: empty embedding")
+        subset = None
+        if episode:
+            subset = np.fromiter((r[0] for r in self._conn().execute(
+                "SELECT id FROM observations WHERE episode_id=? AND image_emb IS NOT NULL", (episode,))), np.int64)
+        accept = (lambda row: row["episode_id"] != exclude_episode) if exclude_episode else (lambda row: True)
+        hits = self._ranked("image", vec, k, before=None, now=time.time(), use_recency=False,
+                            subset=subset, accept=accept)
+        return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
+
+    def observations_near(self, x: float, y: float, radius: Optional[float] = None, k: int = 4,
+                          before: Optional[float] = None) -> list[dict]:
+        """Observations within ``radius`` metres of (x, y), nearest first; without a radius the
+        k nearest (ReMEmbR ``retrieve_from_position``)."""
+        if not all(math.isfinite(v) for v in (x, y)):
+            raise StoreError("observations_near: x and y must be finite")
+        conn = self._conn()
+        total = conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+        r = radius if radius is not None else 1.0
+        while True:
+            rows = conn.execute(
+                f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))} FROM obs_xy "
+                "JOIN observations o ON o.id = obs_xy.id WHERE min_x >= ? AND max_x <= ? AND min_y >= ? "
+                "AND max_y <= ?" + (" AND o.t <= ?" if before is not None else ""),
+                (x - r, x + r, y - r, y + r) + ((before,) if before is not None else ())).fetchall()
+            with_dist = sorted(((math.hypot(row["x"] - x, row["y"] - y), row) for row in rows),
+                               key=lambda item: (item[0], -item[1]["t"]))
+            within = [item for item in with_dist if item[0] <= r]
+            if radius is not None:
+                chosen = within[:k] if k else within
+                break
+            if len(within) >= k or len(rows) >= total or r > 1e6:
+                chosen = within[:k]
+                break
+            r *= 4
+        return [{**self._record(row), "distance_m": round(d, 2)} for d, row in chosen]
+
+    def observations_between(self, t_start: float, t_end: float, limit: int = 50) -> list[dict]:
+        rows = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t >= ? AND t <= ? "
+                                    "ORDER BY t LIMIT ?", (t_start, t_end, limit))
+        return [self._record(r) for r in rows]
+
+    def observations_at(self, t: float, k: int = 4) -> list[dict]:
+        """The k observations closest in time to ``t`` (ReMEmbR ``retrieve_from_time``)."""
+        conn = self._conn()
+        before = conn.execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t <= ? ORDER BY t DESC LIMIT ?",
+                              (t, k)).fetchall()
+        after = conn.execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t > ? ORDER BY t LIMIT ?",
+                             (t, k)).fetchall()
+        rows = sorted(before + after, key=lambda r: abs(r["t"] - t))[:k]
+        return [{**self._record(r), "dt_s": round(r["t"] - t, 1)} for r in rows]
+
+    def waypoint_observations(self, waypoint_id: str, t_start: Optional[float] = None,
+                              t_end: Optional[float] = None, limit: int = 50) -> list[dict]:
+        """HUMEMBR waypoint history: what was seen at waypoint W in [t_start, t_end], oldest first."""
+        rows = self._conn().execute(
+            f"SELECT {_OBS_COLUMNS} FROM observations WHERE waypoint_id=? AND t >= ? AND t <= ? "
+            "ORDER BY t LIMIT ?", (waypoint_id, t_start or 0.0, t_end or 1e18, limit))
+        return [self._record(r) for r in rows]
+
+    def person_observations(self, person: str, t_start: Optional[float] = None,
+                            t_end: Optional[float] = None, limit: int = 50) -> list[dict]:
+        """HUMEMBR person history: sightings of ``person`` in [t_start, t_end], oldest first."""
+        identity = self.resolve_person(person)
+        rows = self._conn().execute(
+            f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))}, s.confidence, "
+            "s.activity FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id=? "
+            "AND s.t >= ? AND s.t <= ? ORDER BY s.t LIMIT ?",
+            (identity, t_start or 0.0, t_end or 1e18, limit))
+        return [{**self._record(r), "confidence": round(r["confidence"] or 0.0, 3),
+                 **({"activity": r["activity"]} if r["activity"] else {})} for r in rows]
+
+    def day_bounds(self, date: str) -> tuple[float, float]:
+        """[start, end) UNIX times of a calendar day (YYYY-MM-DD) in the store's time zone."""
+        try:
+            day = dt.date.fromisoformat(date)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"date {date!r}: expected YYYY-MM-DD") from exc
+        start = dt.datetime.combine(day, dt.time(0), tzinfo=self.tz)
+        end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(0), tzinfo=self.tz)
+        return start.timestamp(), end.timestamp()
+
+    def persons_per_day(self, date: str) -> list[dict]:
+        """HUMEMBR available persons: everyone seen on ``date``, with counts and first/last time."""
+        t0, t1 = self.day_bounds(date)
+        rows = self._conn().execute(
+            "SELECT s.identity_id, COUNT(*) AS n, MIN(s.t) AS first, MAX(s.t) AS last, i.display_name "
+            "FROM sightings s JOIN identities i ON i.identity_id = s.identity_id "
+            "WHERE s.t >= ? AND s.t < ? GROUP BY s.identity_id ORDER BY first", (t0, t1))
+        return [{"person": r["identity_id"], **({"name": r["display_name"]} if r["display_name"] else {}),
+                 "sightings": r["n"], "first_seen": self.iso(r["first"]), "last_seen": self.iso(r["last"])}
+                for r in rows]
+
+    def daily_summary(self, date: str, person: str) -> dict:
+        """HUMEMBR person daily summary (summariser injectable; cached per person and day)."""
+        identity = self.resolve_person(person)
+        t0, t1 = self.day_bounds(date)
+        sightings = self.person_observations(identity, t0, t1 - 1e-6, limit=10_000)
+        conn = self._conn()
+        cached = conn.execute("SELECT text, sightings FROM summaries WHERE identity_id=? AND day=?",
+                              (identity, date)).fetchone()
+        if cached and cached["sightings"] == len(sightings):
+            return {"person": identity, "date": date, "sightings": len(sightings), "summary": cached["text"]}
+        summariser = self.summariser or self._fallback_summary
+        try:
+            text = summariser(identity, date, sightings)
+        except Exception as exc:  # noqa: BLE001 - an LLM summariser may fail: fall back
+            log.warning("summariser failed (%s): using the deterministic summary", exc)
+            text = self._fallback_summary(identity, date, sightings)
+        with self._transaction() as tx:
+            tx.execute("INSERT OR REPLACE INTO summaries(identity_id, day, text, sightings, created) "
+                       "VALUES (?,?,?,?,?)", (identity, date, text, len(sightings), time.time()))
+        return {"person": identity, "date": date, "sightings": len(sightings), "summary": text}
+
+    def _fallback_summary(self, person: str, date: str, sightings: list[dict]) -> str:
+        if not sightings:
+            return f"{person} was not seen on {date}."
+        places: dict[str, int] = {}
+        for s in sightings:
+            places[s["waypoint"] or "unknown place"] = places.get(s["waypoint"] or "unknown place", 0) + 1
+        first, last = sightings[0]["time"][11:16], sightings[-1]["time"][11:16]
+        where = ", ".join(f"{w} ({n})" for w, n in sorted(places.items(), key=lambda kv: -kv[1]))
+        lines = [f"{person} on {date} ({self.params.timezone}): seen {len(sightings)} times between "
+                 f"{first} and {last}; at {where}."]
+        step = max(1, len(sightings) // 12)
+        for s in sightings[::step]:
+            lines.append(f"{s['time'][11:16]} {s['waypoint'] or 'at ' + str(s['position'][:2])}: "
+                         f"{s['description'][:100]}")
+        return "\n".join(lines)
+
+    # -- identities and privacy ----------------------------------------------------------------
+    def identities(self) -> list[Identity]:
+        rows = self._conn().execute(
+            "SELECT i.identity_id, i.display_name, i.created, COUNT(s.id) AS n, MIN(s.t) AS first, "
+            "MAX(s.t) AS last FROM identities i LEFT JOIN sightings s ON s.identity_id = i.identity_id "
+            "GROUP BY i.identity_id ORDER BY i.identity_id")
+        return [Identity(r["identity_id"], r["display_name"], r["created"], r["n"], r["first"], r["last"])
+                for r in rows]
+
+    def name_identity(self, identity_id: str, display_name: str) -> None:
+        with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM identities WHERE identity_id=?", (identity_id,)).fetchone() is None:
+                raise UnknownPersonError(f"unknown person {identity_id!r}")
+            conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
+
+    def export_identity(self, person: str, include_embeddings: bool = False) -> dict:
+        """Everything stored about one identity (a subject-access export)."""
+        identity = self.resolve_person(person)
+        conn = self._conn()
+        ident = conn.execute("SELECT * FROM identities WHERE identity_id=?", (identity,)).fetchone()
+        sightings = []
+        for r in conn.execute(
+                "SELECT s.*, o.observation_id, o.episode_id, o.waypoint_id, o.x, o.y, o.image_path "
+                "FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id=? ORDER BY s.t",
+                (identity,)):
+            item = {"observation_id": r["observation_id"], "time": self.iso(r["t"]), "episode": r["episode_id"],
+                    "waypoint": r["waypoint_id"], "position": [r["x"], r["y"]], "box": [r["x1"], r["y1"], r["x2"], r["y2"]],
+                    "confidence": r["confidence"], "image_path": r["image_path"], "crop_path": r["crop_path"],
+                    "activity": r["activity"], "clothing": r["clothing"],
+                    "has_face_embedding": r["face_emb"] is not None, "has_reid_embedding": r["reid_emb"] is not None}
+            if include_embeddings:
+                for col in ("face_emb", "reid_emb"):
+                    vec = _unblob(r[col])
+                    item[col] = None if vec is None else [round(float(v), 6) for v in vec]
+            sightings.append(item)
+        summaries = [dict(r) for r in conn.execute("SELECT day, text, created FROM summaries WHERE identity_id=?",
+                                                    (identity,))]
+        return {"identity_id": identity, "display_name": ident["display_name"], "created": self.iso(ident["created"]),
+                "sightings": sightings, "summaries": summaries}
+
+    def _remove_files(self, paths: Iterable[str]) -> int:
+        removed = 0
+        root = self.data_dir.resolve()
+        for path in paths:
+            if not path:
+                continue
+            p = Path(path).expanduser().resolve()
+            if root in p.parents and p.is_file():  # never delete outside the data directory
+                p.unlink()
+                removed += 1
+        return removed
+
+    def forget_identity(self, person: str, dry_run: bool = False) -> dict:
+        """Delete every sighting, embedding, crop and summary of ``person``; its id is
+        tombstoned so perception cannot store it again; descriptions naming it are scrubbed."""
+        identity = self.resolve_person(person)
+        conn = self._conn()
+        name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (identity,)).fetchone()[0]
+        crops = [r[0] for r in conn.execute("SELECT crop_path FROM sightings WHERE identity_id=?", (identity,))]
+        obs_rows = [r[0] for r in conn.execute("SELECT DISTINCT obs FROM sightings WHERE identity_id=?", (identity,))]
+        counts = {"observations_removed": 0, "sightings_removed": len(crops),
+                  "files_removed": sum(1 for c in crops if c)}
+        if dry_run:
+            return {**counts, "identity_id": identity, "dry_run": True}
+        rows = self._rows_by_id(obs_rows)
+        patterns = [re.escape(identity)] + ([re.escape(name)] if name else [])
+        scrub = re.compile(r"\b(" + "|".join(patterns) + r")\b", re.IGNORECASE)
+        updates = []
+        for rid, row in rows.items():
+            text = scrub.sub("a person", row["description"] or "")
+            persons = ",".join(p for p in (row["persons"] or "").split(",") if p and p != identity)
+            updates.append((rid, text, persons, text != (row["description"] or "")))
+        changed_text = [u for u in updates if u[3]]
+        new_vecs = self.text_embedder.embed([u[1] for u in changed_text]) if changed_text else []
+        with self._transaction() as tx:
+            tx.execute("DELETE FROM sightings WHERE identity_id=?", (identity,))
+            tx.execute("DELETE FROM summaries WHERE identity_id=?", (identity,))
+            tx.execute("DELETE FROM identities WHERE identity_id=?", (identity,))
+            tx.execute("INSERT OR REPLACE INTO forgotten_identities(identity_id, forgotten_at) VALUES (?,?)",
+                       (identity, time.time()))
+            for rid, text, persons, _changed in updates:
+                tx.execute("UPDATE observations SET description=?, persons=? WHERE id=?", (text, persons, rid))
+            for (rid, *_rest), vec in zip(changed_text, new_vecs):
+                tx.execute("UPDATE observations SET text_emb=? WHERE id=?", (_blob(_unit(vec)), rid))
+            gen = self._bump_generation(tx)
+        if changed_text:
+            ids = np.array([u[0] for u in changed_text], dtype=np.int64)
+            self._indexes["text"].remove(ids)
+            self._indexes["text"].add(ids, np.stack([_unit(v) for v in new_vecs]))
+        counts["files_removed"] = self._remove_files(crops)
+        self._checkpoint_generation(gen)
+        log.info("forgot identity %s: %d sightings, %d files", identity, counts["sightings_removed"],
+                 counts["files_removed"])
+        return {**counts, "identity_id": identity, "dry_run": False}
+
+    def _checkpoint_generation(self, gen: int) -> None:
+        max_id = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0]
+        for index in self._indexes.values():
+            index.checkpoint(max_id, gen)
+
+    def _delete_observations(self, where: str, args: tuple, dry_run: bool) -> dict:
+        conn = self._conn()
+        ids = [r[0] for r in conn.execute(f"SELECT id FROM observations WHERE {where}", args)]
+        files = [r[0] for r in conn.execute(f"SELECT image_path FROM observations WHERE {where}", args)]
+        marks_sql = f"SELECT id FROM observations WHERE {where}"
+        crops = [r[0] for r in conn.execute(f"SELECT crop_path FROM sightings WHERE obs IN ({marks_sql})", args)]
+        counts = {"observations_removed": len(ids), "sightings_removed": len(crops),
+                  "files_removed": sum(1 for f in files + crops if f)}
+        if dry_run or not ids:
+            return {**counts, "dry_run": dry_run}
+        with self._transaction() as tx:
+            for table, col in (("sightings", "obs"), ("regions", "obs"), ("obs_xy", "id")):
+                tx.execute(f"DELETE FROM {table} WHERE {col} IN ({marks_sql})", args)
+            tx.execute(f"DELETE FROM observations WHERE {where}", args)
+            tx.execute("DELETE FROM summaries WHERE identity_id NOT IN (SELECT DISTINCT identity_id FROM sightings "
+                       "WHERE identity_id IS NOT NULL)")
+            gen = self._bump_generation(tx)
+        id_array = np.array(ids, dtype=np.int64)
+        for index in self._indexes.values():
+            index.remove(id_array)
+        counts["files_removed"] = self._remove_files(files + crops)
+        self._checkpoint_generation(gen)
+        return {**counts, "dry_run": False}
+
+    def forget_older_than(self, hours: float, now: Optional[float] = None, dry_run: bool = False) -> dict:
+        """Retention: delete every observation (and its sightings, regions, files) older than ``hours``."""
+        if not (math.isfinite(hours) and hours >= 0):
+            raise StoreError("forget_older_than: hours must be a finite number >= 0")
+        cutoff = (now if now is not None else time.time()) - hours * 3600.0
+        result = self._delete_observations("t < ?", (cutoff,), dry_run)
+        if not dry_run:
+            with self._transaction() as tx:
+                tx.execute("DELETE FROM episodes WHERE episode_id NOT IN (SELECT DISTINCT episode_id FROM observations) "
+                           "AND last_stamp < ?", (cutoff,))
+        return result
+
+    def forget_episode(self, episode_id: str, dry_run: bool = False) -> dict:
+        result = self._delete_observations("episode_id = ?", (episode_id,), dry_run)
+        if not dry_run:
+            with self._transaction() as tx:
+                tx.execute("DELETE FROM episodes WHERE episode_id=?", (episode_id,))
+                tx.execute("DELETE FROM occupancy_maps WHERE episode_id=?", (episode_id,))
+        return result
+
+    # -- episodes, rules, maps -----------------------------------------------------------------
+    def episodes(self) -> list[Episode]:
+        return [Episode(r["episode_id"], r["start"], r["end"], r["name"] or "", r["world"] or "")
+                for r in self._conn().execute("SELECT * FROM episodes ORDER BY start")]
+
+    def add_rule(self, rule: SemanticRule) -> None:
+        vec = rule.embedding if rule.embedding is not None else self.embed_text(
+            f"{rule.key}: {rule.condition} -> {rule.action}")
+        with self._transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO rules VALUES (?,?,?,?,?,?,?,?)",
+                         (rule.rule_id, rule.kind, rule.key, rule.condition, rule.action, rule.episode_id,
+                          rule.created or time.time(), _blob(_unit(as_vector(vec)))))
+
+    def rules_for(self, query: str, k: int = 3) -> list[dict]:
+        """Top-k semantic rules by similarity to ``query`` (for the agent's system prompt)."""
+        rows = self._conn().execute("SELECT * FROM rules").fetchall()
+        if not rows:
+            return []
+        mat = np.stack([_unblob(r["emb"]) for r in rows])
+        sims = mat @ _unit(self.embed_text(query))
+        order = np.argsort(-sims)[:k]
+        return [{"rule_id": rows[i]["rule_id"], "kind": rows[i]["kind"], "key": rows[i]["key"],
+                 "condition": rows[i]["condition"], "action": rows[i]["action"],
+                 "similarity": round(float(sims[i]), 3)} for i in order]
+
+    def save_occupancy_map(self, episode_id: str, grid: np.ndarray, resolution: float,
+                           origin: tuple[float, float]) -> None:
+        grid = np.ascontiguousarray(grid, dtype=np.int8)
+        with self._transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO occupancy_maps VALUES (?,?,?,?,?,?,?,?)",
+                         (episode_id, resolution, origin[0], origin[1], grid.shape[1], grid.shape[0],
+                          grid.tobytes(), time.time()))
+
+    def load_occupancy_map(self, episode_id: str) -> Optional[dict]:
+        r = self._conn().execute("SELECT * FROM occupancy_maps WHERE episode_id=?", (episode_id,)).fetchone()
+        if r is None:
+            return None
+        grid = np.frombuffer(r["data"], dtype=np.int8).reshape(r["height"], r["width"])
+        return {"grid": grid, "resolution": r["resolution"], "origin": (r["origin_x"], r["origin_y"])}
+
+    def get_observation(self, observation_id: str) -> Optional[dict]:
+        row = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE observation_id=?",
+                                   (observation_id,)).fetchone()
+        return self._record(row) if row else None
+
+    def latest_observation(self, before: Optional[float] = None) -> Optional[dict]:
+        row = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t <= ? ORDER BY t DESC LIMIT 1",
+                                   (before if before is not None else 1e18,)).fetchone()
+        return self._record(row) if row else None
+
+    def stats(self) -> dict:
+        conn = self._conn()
+        count = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+        t = conn.execute("SELECT MIN(t), MAX(t) FROM observations").fetchone()
+        size = sum(p.stat().st_size for p in self.data_dir.iterdir() if p.is_file())
+        return {"backend": self.params.backend, "data_dir": str(self.data_dir),
+                "episodes": count("SELECT COUNT(*) FROM episodes"),
+                "observations": count("SELECT COUNT(*) FROM observations"),
+                "regions": count("SELECT COUNT(*) FROM regions"),
+                "person_sightings": count("SELECT COUNT(*) FROM sightings"),
+                "identities": count("SELECT COUNT(*) FROM identities"),
+                "rules": count("SELECT COUNT(*) FROM rules"),
+                "bytes_on_disk": size, "oldest": t[0], "newest": t[1],
+                "vectors": {k: i.count() for k, i in self._indexes.items()}}
+
+    # -- the tool table ----------------------------------------------------------------------
+    QUERY_TOOLS = ("semantic_observations", "text_observations", "image_retrieval", "visual_similarity",
+                   "observations_near", "observations_between", "observations_at", "waypoint_observations",
+                   "person_observations", "persons_per_day", "daily_summary", "export_identity",
+                   "rules_for", "get_observation", "latest_observation")
+
+    def call_tool(self, name: str, arguments: dict) -> Any:
+        """Call a retrieval function by name with JSON arguments (the memory query service)."""
+        if name not in self.QUERY_TOOLS:
+            raise StoreError(f"unknown tool {name!r}; tools: {', '.join(self.QUERY_TOOLS)}")
+        if not isinstance(arguments, dict):
+            raise StoreError(f"{name}: arguments must be a JSON object")
+        try:
+            result = getattr(self, name)(**arguments)
+        except TypeError as exc:
+            raise StoreError(f"{name}: bad arguments: {exc}") from exc
+        return result
+
+
+def open_store(params: StoreParams, **kwargs) -> MemoryStore:
+    """Open (or create) the store described by ``params``."""
+    return MemoryStore(params, **kwargs)

@@ -1,0 +1,40 @@
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes(
+  episode_id TEXT PRIMARY KEY, start REAL NOT NULL, end REAL, name TEXT, world TEXT,
+  last_stamp REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS observations(
+  id INTEGER PRIMARY KEY,                      -- vector id in the indexes
+  observation_id TEXT NOT NULL UNIQUE,
+  t REAL NOT NULL, episode_id TEXT NOT NULL, keyframe_id TEXT, segment_id INTEGER,
+  waypoint_id TEXT, x REAL, y REAL, z REAL, yaw REAL, frame_id TEXT,
+  description TEXT, description_json TEXT, image_path TEXT,
+  persons TEXT,                                -- identity ids seen, comma separated
+  text_emb BLOB, image_emb BLOB);
+CREATE INDEX IF NOT EXISTS obs_t ON observations(t);
+CREATE INDEX IF NOT EXISTS obs_waypoint ON observations(waypoint_id, t);
+CREATE INDEX IF NOT EXISTS obs_episode ON observations(episode_id, t);
+CREATE VIRTUAL TABLE IF NOT EXISTS obs_xy USING rtree(id, min_x, max_x, min_y, max_y);
+CREATE TABLE IF NOT EXISTS regions(
+  id INTEGER PRIMARY KEY, obs INTEGER NOT NULL, label TEXT, score REAL,
+  x1 REAL, y1 REAL, x2 REAL, y2 REAL, emb BLOB,
+  cx REAL, cy REAL, cz REAL, sx REAL, sy REAL, sz REAL);
+CREATE INDEX IF NOT EXISTS regions_obs ON regions(obs);
+CREATE TABLE IF NOT EXISTS sightings(
+  id INTEGER PRIMARY KEY, obs INTEGER NOT NULL, identity_id TEXT, t REAL NOT NULL,
+  confidence REAL, detection_score REAL, x1 REAL, y1 REAL, x2 REAL, y2 REAL,
+  face_box TEXT, face_emb BLOB, reid_emb BLOB, activity TEXT, clothing TEXT, crop_path TEXT);
+CREATE INDEX IF NOT EXISTS sightings_identity ON sightings(identity_id, t);
+CREATE INDEX IF NOT EXISTS sightings_t ON sightings(t);
+CREATE INDEX IF NOT EXISTS sightings_obs ON sightings(obs);
+CREATE TABLE IF NOT EXISTS identities(
+  identity_id TEXT PRIMARY KEY, display_name TEXT NOT NULL DEFAULT '', created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS forgotten_identities(identity_id TEXT PRIMARY KEY, forgotten_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS summaries(
+  identity_id TEXT NOT NULL, day TEXT NOT NULL, text TEXT NOT NULL, sightings INTEGER NOT NULL,
+  created REAL NOT NULL, PRIMARY KEY(identity_id, day));
+CREATE TABLE IF NOT EXISTS rules(
+  rule_id TEXT PRIMARY KEY, kind TEXT, key TEXT, condition TEXT, action TEXT,
+  episode_id TEXT, created REAL, emb BLOB);
+CREATE TABLE IF NOT EXISTS occupancy_maps(
+  episode_id TEXT PRIMARY KEY, resolution REAL, origin_x REAL, origin_y REAL,
+  width INTEGER, height INTEGER, data BLOB, updated REAL);

@@ -1,0 +1,266 @@
+"""Vector indexes behind one small interface, keyed by the SQLite row id.
+
+``FaissVectorIndex`` (embedded default): exact inner product (IndexFlatIP) up to
+``ivf_min_vectors``, then IVF (nlist ~ 4*sqrt(n), nprobe 32) rebuilt from SQLite, with an
+on-disk snapshot that records the last row id and the store's generation, so a restart only
+adds what came after the snapshot and a stale or corrupt snapshot is rebuilt.
+
+``MilvusVectorIndex`` (fleets): the same calls on a Milvus collection; a ``milvus_uri``
+ending in ``.db`` runs Milvus Lite in-process.
+
+Vectors are L2-normalised by the caller, so inner product = cosine similarity.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class VectorIndex(Protocol):
+    dim: int
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None: ...
+    def remove(self, ids: np.ndarray) -> None: ...
+    def search(self, vector: np.ndarray, k: int, subset: Optional[np.ndarray] = None
+               ) -> tuple[np.ndarray, np.ndarray]: ...
+    def count(self) -> int: ...
+    def checkpoint(self, max_id: int, generation: int) -> None: ...
+    def close(self) -> None: ...
+
+
+Batches = Iterator[tuple[np.ndarray, np.ndarray]]
+
+
+class FaissVectorIndex:
+    def __init__(self, path: Path, dim: int, *, ivf_min_vectors: int = 200_000, nprobe: int = 32):
+        import faiss  # imported here: the Milvus backend does not need it
+        self._faiss = faiss
+        self.path = Path(path)
+        self.meta_path = self.path.with_suffix(".json")
+        self.dim = dim
+        self.ivf_min_vectors = ivf_min_vectors
+        self.nprobe = nprobe
+        self._lock = threading.RLock()
+        self._index = self._new_flat()
+        self.max_id = 0        # highest row id the snapshot (or memory) holds
+        self.generation = -1
+
+    def _new_flat(self):
+        return self._faiss.IndexIDMap2(self._faiss.IndexFlatIP(self.dim))
+
+    @property
+    def kind(self) -> str:
+        inner = self._faiss.downcast_index(self._index.index)
+        return "ivf" if isinstance(inner, self._faiss.IndexIVF) else "flat"
+
+    # -- persistence --------------------------------------------------------------------------
+    def open(self, generation: int, rows_after: "callable", total_rows: int) -> None:
+        """Load the snapshot if it matches ``generation``; else rebuild from ``rows_after(0)``.
+        Rows newer than the snapshot are added from ``rows_after(max_id)``."""
+        loaded = False
+        if self.path.exists() and self.meta_path.exists():
+            try:
+                meta = json.loads(self.meta_path.read_text())
+                if meta.get("generation") == generation and meta.get("dim") == self.dim:
+                    self._index = self._faiss.read_index(str(self.path))
+                    if self._index.d != self.dim:
+                        raise ValueError("dimension mismatch")
+                    self.max_id = int(meta["max_id"])
+                    loaded = True
+                else:
+                    log.warning("%s is stale (generation %s, store %s): rebuilding",
+                                self.path.name, meta.get("generation"), generation)
+            except Exception as exc:  # noqa: BLE001 - any damage means rebuild
+                log.warning("%s is unreadable (%s): rebuilding from SQLite", self.path.name, exc)
+        elif total_rows:
+            log.warning("%s is missing: rebuilding from SQLite", self.path.name)
+        if not loaded:
+            self._index = self._new_flat()
+            self.max_id = 0
+        self.generation = generation
+        added = self._add_batches(rows_after(self.max_id), total_rows if not loaded else None,
+                                  f"indexing {self.path.stem}")
+        if not loaded or added:
+            if self._index.ntotal >= self.ivf_min_vectors and self.kind == "flat":
+                self._rebuild_ivf(rows_after(0))
+            self.checkpoint(self.max_id, generation)
+
+    def _add_batches(self, batches: Batches, total: Optional[int], label: str) -> int:
+        added = 0
+        progress = None
+        if total and total > 50_000:
+            from tqdm import tqdm
+            progress = tqdm(total=total, desc=label, unit="vec", leave=False)
+        for ids, vectors in batches:
+            self.add(ids, vectors)
+            added += len(ids)
+            if progress is not None:
+                progress.update(len(ids))
+        if progress is not None:
+            progress.close()
+        return added
+
+    def _rebuild_ivf(self, batches: Batches) -> None:
+        faiss = self._faiss
+        ids_all, vecs_all = [], []
+        for ids, vectors in batches:
+            ids_all.append(ids)
+            vecs_all.append(vectors)
+        ids = np.concatenate(ids_all)
+        vecs = np.concatenate(vecs_all)
+        nlist = int(4 * math.sqrt(len(ids)))
+        log.info("building IVF index for %s: %d vectors, nlist %d", self.path.stem, len(ids), nlist)
+        ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        rng = np.random.default_rng(0)
+        sample = vecs[rng.choice(len(vecs), size=min(len(vecs), 64 * nlist), replace=False)]
+        ivf.train(sample)
+        ivf.nprobe = self.nprobe
+        index = faiss.IndexIDMap2(ivf)
+        index.add_with_ids(vecs, ids)
+        with self._lock:
+            self._index = index
+
+    def checkpoint(self, max_id: int, generation: int) -> None:
+        with self._lock:
+            if self.kind == "flat" and self._index.ntotal >= self.ivf_min_vectors:
+                log.info("%s reached %d vectors: switching to IVF", self.path.stem, self._index.ntotal)
+                inner = self._faiss.downcast_index(self._index.index)
+                vecs = inner.reconstruct_n(0, self._index.ntotal)
+                ids = self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
+                self._rebuild_ivf(iter([(ids, vecs)]))
+            tmp = self.path.with_suffix(".faiss.tmp")
+            self._faiss.write_index(self._index, str(tmp))
+            os.replace(tmp, self.path)
+            self.max_id = max(self.max_id, max_id)
+            self.generation = generation
+            meta_tmp = self.meta_path.with_suffix(".json.tmp")
+            meta_tmp.write_text(json.dumps({"generation": generation, "max_id": self.max_id,
+                                            "dim": self.dim, "count": int(self._index.ntotal)}))
+            os.replace(meta_tmp, self.meta_path)
+
+    # -- data ---------------------------------------------------------------------------------
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        if len(ids) == 0:
+            return
+        with self._lock:
+            self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
+                                     np.asarray(ids, dtype=np.int64))
+            self.max_id = max(self.max_id, int(np.max(ids)))
+
+    def remove(self, ids: np.ndarray) -> None:
+        if len(ids):
+            with self._lock:
+                self._index.remove_ids(np.asarray(ids, dtype=np.int64))
+
+    def search(self, vector, k, subset=None):
+        faiss = self._faiss
+        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
+        with self._lock:
+            if self._index.ntotal == 0:
+                return np.zeros(0, np.int64), np.zeros(0, np.float32)
+            k = min(k, self._index.ntotal)
+            params = None
+            if subset is not None:
+                selector = faiss.IDSelectorBatch(np.asarray(subset, dtype=np.int64))
+                params = (faiss.SearchParametersIVF(sel=selector, nprobe=self.nprobe)
+                          if self.kind == "ivf" else faiss.SearchParameters(sel=selector))
+            sims, ids = self._index.search(query, k, params=params)
+        keep = ids[0] >= 0
+        return ids[0][keep], sims[0][keep]
+
+    def count(self) -> int:
+        return int(self._index.ntotal)
+
+    def close(self) -> None:
+        pass
+
+
+class MilvusVectorIndex:
+    """One Milvus collection (id INT64 primary key, vector FLOAT_VECTOR, COSINE)."""
+
+    def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
+        try:
+            from pymilvus import DataType, MilvusClient
+        except ImportError as exc:
+            raise RuntimeError("backend 'milvus' needs pymilvus (and milvus-lite for a .db uri)") from exc
+        if uri.endswith(".db"):
+            Path(uri).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._client = MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
+        except Exception as exc:  # noqa: BLE001
+            raise RuntimeError(f"milvus_uri '{uri}': cannot connect: {exc}") from exc
+        self.dim = dim
+        self.collection = collection
+        if not self._client.has_collection(collection):
+            schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False)
+            schema.add_field("id", DataType.INT64, is_primary=True)
+            schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+            index_params = self._client.prepare_index_params()
+            index_params.add_index(field_name="vector", index_type="FLAT", metric_type="IP")
+            self._client.create_collection(collection, schema=schema, index_params=index_params)
+        else:
+            desc = self._client.describe_collection(collection)
+            for fld in desc.get("fields", []):
+                if fld.get("name") == "vector" and int(fld.get("params", {}).get("dim", dim)) != dim:
+                    raise RuntimeError(f"Milvus collection '{collection}' has dim "
+                                       f"{fld['params']['dim']}, configuration says {dim}")
+        self._client.load_collection(collection)
+
+    def open(self, generation: int, rows_after, total_rows: int) -> None:
+        """Milvus is itself durable; add rows SQLite has that Milvus lacks (crash between the two)."""
+        have = self.count()
+        if have == total_rows:
+            return
+        log.warning("Milvus collection %s holds %d vectors, SQLite %d: resynchronising",
+                    self.collection, have, total_rows)
+        self._client.delete(self.collection, filter="id >= 0")
+        for ids, vectors in rows_after(0):
+            self.add(ids, vectors)
+
+    def add(self, ids, vectors):
+        if len(ids) == 0:
+            return
+        rows = [{"id": int(i), "vector": v.tolist()} for i, v in zip(ids, vectors)]
+        for start in range(0, len(rows), 2000):
+            self._client.upsert(self.collection, rows[start:start + 2000])
+
+    def remove(self, ids):
+        ids = [int(i) for i in ids]
+        for start in range(0, len(ids), 5000):
+            self._client.delete(self.collection, ids=ids[start:start + 5000])
+
+    def search(self, vector, k, subset=None):
+        kwargs = {}
+        if subset is not None:
+            if len(subset) == 0:
+                return np.zeros(0, np.int64), np.zeros(0, np.float32)
+            kwargs["filter"] = f"id in [{','.join(str(int(i)) for i in subset)}]"
+        k = max(1, min(int(k), 16384))  # Milvus' topk limit
+        hits = self._client.search(self.collection, data=[np.asarray(vector, np.float32).tolist()],
+                                   limit=k, anns_field="vector",
+                                   search_params={"metric_type": "IP"}, **kwargs)[0]
+        ids = np.array([h["id"] for h in hits], dtype=np.int64)
+        sims = np.array([h["distance"] for h in hits], dtype=np.float32)
+        return ids, sims
+
+    def count(self) -> int:
+        res = self._client.query(self.collection, filter="", output_fields=["count(*)"])
+        return int(res[0]["count(*)"]) if res else 0
+
+    def checkpoint(self, max_id: int, generation: int) -> None:
+        self._client.flush(self.collection)
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except Exception:  # noqa: BLE001
+            pass

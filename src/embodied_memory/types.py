@@ -1,0 +1,115 @@
+"""Records that cross layers (ingest -> perception -> store -> agent), as dataclasses.
+
+Times are UNIX seconds (float, UTC).  Embeddings are float32 numpy vectors or None.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+Vector = Optional[np.ndarray]
+
+
+def as_vector(values) -> Vector:
+    """A float32 1-D vector, or None for missing/empty input."""
+    if values is None:
+        return None
+    vec = np.asarray(values, dtype=np.float32).reshape(-1)
+    return vec if vec.size else None
+
+
+@dataclass(frozen=True)
+class Pose:
+    """Planar robot/camera pose in ``frame_id`` (x, y, z metres; yaw radians)."""
+
+    x: float
+    y: float
+    z: float = 0.0
+    yaw: float = 0.0
+    frame_id: str = "map"
+
+    def is_finite(self) -> bool:
+        return all(math.isfinite(v) for v in (self.x, self.y, self.z, self.yaw))
+
+    def as_list(self) -> list[float]:
+        return [self.x, self.y, self.z]
+
+
+@dataclass
+class Region:
+    box: tuple[float, float, float, float]
+    label: str = ""
+    score: float = 0.0
+    embedding: Vector = None
+    center_3d: Optional[tuple[float, float, float]] = None
+    size_3d: Optional[tuple[float, float, float]] = None
+
+
+@dataclass
+class PersonSighting:
+    box: tuple[float, float, float, float]
+    identity_id: str = ""                # "" = unresolved
+    identity_confidence: float = 0.0
+    detection_score: float = 0.0
+    face_box: Optional[tuple[float, float, float, float]] = None
+    face_embedding: Vector = None
+    reid_embedding: Vector = None
+    activity: str = ""
+    clothing: str = ""
+    crop_path: str = ""
+
+
+@dataclass
+class Observation:
+    """What the robot perceived at one keyframe: the unit the memory stores."""
+
+    observation_id: str
+    stamp: float
+    episode_id: str
+    pose: Pose
+    description: str = ""
+    description_json: str = ""
+    keyframe_id: str = ""
+    segment_id: int = 0
+    waypoint_id: str = ""
+    image_path: str = ""
+    text_embedding: Vector = None
+    global_embedding: Vector = None
+    regions: list[Region] = field(default_factory=list)
+    people: list[PersonSighting] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Episode:
+    episode_id: str
+    start: float
+    end: Optional[float] = None
+    name: str = ""
+    world: str = ""                      # map / site / simulated world
+
+
+@dataclass(frozen=True)
+class Identity:
+    identity_id: str
+    display_name: str = ""
+    created: float = 0.0
+    sightings: int = 0
+    first_seen: Optional[float] = None
+    last_seen: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class SemanticRule:
+    """A program-style rule from a finished episode (HIMM semantic memory)."""
+
+    rule_id: str
+    kind: str                            # if_then | situation_suggestion | problem_solution
+    key: str                             # the variable or function it is keyed to
+    condition: str
+    action: str
+    episode_id: str = ""
+    created: float = 0.0
+    embedding: Vector = None
