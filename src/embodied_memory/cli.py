@@ -1,0 +1,164 @@
+"""``embodied-memory``: the command line of the stack.
+
+    embodied-memory launch default            start the nodes of config/default.yaml
+    embodied-memory check config/spot.yaml    validate a stack file, start nothing
+    embodied-memory stats                     what the running memory holds
+    embodied-memory query TOOL '{"k": 3}'     call a retrieval tool of the running memory
+    embodied-memory forget --identity person_0003
+    embodied-memory name person_0003 "Alice"
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from .config import ConfigError
+
+
+def _parse_sets(items: list[str]) -> dict[str, dict]:
+    """--set node.param=value (value parsed as YAML: 3, 2.5, true, "text", [1, 2])."""
+    import yaml
+    out: dict[str, dict] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        node, dot, param = key.partition(".")
+        if not sep or not dot:
+            raise ConfigError(f"--set {item!r}: expected NODE.PARAM=VALUE")
+        out.setdefault(node, {})[param] = yaml.safe_load(value)
+    return out
+
+
+def cmd_launch(args) -> int:
+    from .launcher import Launcher
+    from .stack import load_stack, resolve_stack_path
+    stack = load_stack(resolve_stack_path(args.stack), _parse_sets(args.set))
+    logging.getLogger("embodied_memory.launcher").info(
+        "stack '%s' from %s: %s", stack.name, stack.source, ", ".join(n.name for n in stack.nodes))
+    return Launcher(stack).run()
+
+
+def cmd_check(args) -> int:
+    from .stack import load_stack, resolve_stack_path
+    stack = load_stack(resolve_stack_path(args.stack), _parse_sets(args.set))
+    for node in stack.nodes:
+        flags = ", ".join(f for f, on in (("required", node.required), ("respawn", node.respawn)) if on)
+        print(f"{node.fully_qualified_name:28s} {node.executable:24s} {flags}")
+        for key, value in sorted(node.parameters.items()):
+            print(f"    {key}: {value!r}")
+    print(f"{stack.source}: OK ({len(stack.nodes)} nodes)")
+    return 0
+
+
+def cmd_stats(args) -> int:
+    from embodied_memory_interfaces.srv import GetMemoryStats
+    from .nodes.service_client import call_service
+    s = call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), args.timeout).stats
+    fields = ("backend", "data_dir", "episodes", "observations", "regions", "person_sightings",
+              "identities", "rules", "bytes_on_disk")
+    data = {f: getattr(s, f) for f in fields}
+    print(json.dumps(data, indent=2) if args.json else "\n".join(f"{k:17s} {v}" for k, v in data.items()))
+    return 0
+
+
+def cmd_query(args) -> int:
+    from embodied_memory_interfaces.srv import QueryMemory
+    from .nodes.service_client import call_service
+    json.loads(args.arguments)  # fail here, not on the robot, for bad JSON
+    res = call_service(QueryMemory, "/memory/query", QueryMemory.Request(tool=args.tool, arguments_json=args.arguments),
+                       args.timeout)
+    if not res.success:
+        print(f"error: {res.error}", file=sys.stderr)
+        return 1
+    print(json.dumps(json.loads(res.result_json), indent=2))
+    return 0
+
+
+def cmd_forget(args) -> int:
+    from embodied_memory_interfaces.srv import Forget
+    from .nodes.service_client import call_service
+    req = Forget.Request(dry_run=args.dry_run)
+    if args.identity:
+        req.mode, req.identity_id = Forget.Request.MODE_IDENTITY, args.identity
+    elif args.older_than_hours is not None:
+        req.mode, req.older_than_hours = Forget.Request.MODE_OLDER_THAN, args.older_than_hours
+    else:
+        req.mode, req.episode_id = Forget.Request.MODE_EPISODE, args.episode
+    res = call_service(Forget, "/memory/forget", req, args.timeout)
+    print(res.message)
+    return 0 if res.success else 1
+
+
+def cmd_name(args) -> int:
+    from embodied_memory_interfaces.srv import NameIdentity
+    from .nodes.service_client import call_service
+    res = call_service(NameIdentity, "/memory/name_identity",
+                       NameIdentity.Request(identity_id=args.identity, display_name=args.name), args.timeout)
+    print(res.message)
+    return 0 if res.success else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="embodied-memory", description="Robot-side long-term memory for ROS 2 robots.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name, func, help_text):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(func=func)
+        return p
+
+    for name, func, text in (("launch", cmd_launch, "start a stack's nodes as processes; Ctrl-C stops them"),
+                             ("check", cmd_check, "validate a stack file and print its nodes; starts nothing")):
+        p = add(name, func, text)
+        p.add_argument("stack", help="stack name under config/ (default, spot, nav2, gpu, sim) or a YAML path")
+        p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                       help="override a node parameter (repeatable)")
+    service_cmds = []
+    p = add("stats", cmd_stats, "print what the running memory node holds")
+    p.add_argument("--json", action="store_true")
+    service_cmds.append(p)
+    p = add("query", cmd_query, "call a retrieval tool of the running memory (memory query service)")
+    p.add_argument("tool", help="e.g. semantic_observations, person_observations, persons_per_day")
+    p.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    service_cmds.append(p)
+    p = add("forget", cmd_forget, "privacy and retention: delete an identity, old records or an episode")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--identity", help="every sighting, embedding, crop and summary of this identity")
+    group.add_argument("--older-than-hours", type=float, help="everything older than this")
+    group.add_argument("--episode", help="one episode")
+    p.add_argument("--dry-run", action="store_true", help="count only")
+    service_cmds.append(p)
+    p = add("name", cmd_name, "give a pseudonymous identity a display name (operator)")
+    p.add_argument("identity")
+    p.add_argument("name", help='display name ("" clears it)')
+    service_cmds.append(p)
+    for p in service_cmds:
+        p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the answer")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="[%(levelname)s] [%(name)s] %(message)s")
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback, for known failures
+        from .nodes.service_client import ServiceCallError
+        if isinstance(exc, ServiceCallError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""embodied_memory_interfaces messages <-> core dataclasses."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from embodied_memory_interfaces.msg import Observation as ObservationMsg
+from embodied_memory_interfaces.msg import PersonSighting as PersonSightingMsg
+from embodied_memory_interfaces.msg import Region as RegionMsg
+from geometry_msgs.msg import Point, PoseStamped, Quaternion, Vector3
+
+from ..types import Observation, PersonSighting, Pose, Region, as_vector
+from .common import from_time_msg, to_time_msg
+
+
+def yaw_from_quaternion(q) -> float:
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def quaternion_from_yaw(yaw: float) -> Quaternion:
+    return Quaternion(x=0.0, y=0.0, z=math.sin(yaw / 2.0), w=math.cos(yaw / 2.0))
+
+
+def pose_from_msg(msg: PoseStamped) -> Pose:
+    p = msg.pose.position
+    return Pose(p.x, p.y, p.z, yaw_from_quaternion(msg.pose.orientation), msg.header.frame_id or "map")
+
+
+def pose_to_msg(pose: Pose, stamp: float) -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.frame_id = pose.frame_id
+    msg.header.stamp = to_time_msg(stamp)
+    msg.pose.position = Point(x=float(pose.x), y=float(pose.y), z=float(pose.z))
+    msg.pose.orientation = quaternion_from_yaw(pose.yaw)
+    return msg
+
+
+def _box(values) -> tuple[float, float, float, float]:
+    return tuple(float(v) for v in values)  # type: ignore[return-value]
+
+
+def observation_from_msg(msg: ObservationMsg) -> Observation:
+    return Observation(
+        observation_id=msg.observation_id, stamp=from_time_msg(msg.header.stamp), episode_id=msg.episode_id,
+        pose=pose_from_msg(msg.pose), description=msg.description, description_json=msg.description_json,
+        keyframe_id=msg.keyframe_id, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id,
+        image_path=msg.image_path, text_embedding=as_vector(msg.text_embedding),
+        global_embedding=as_vector(msg.global_embedding),
+        regions=[Region(_box(r.box), r.label, r.score, as_vector(r.embedding),
+                        (r.center_3d.x, r.center_3d.y, r.center_3d.z) if r.has_box_3d else None,
+                        (r.size_3d.x, r.size_3d.y, r.size_3d.z) if r.has_box_3d else None)
+                 for r in msg.regions],
+        people=[PersonSighting(_box(s.box), s.identity_id, s.identity_confidence, s.detection_score,
+                               _box(s.face_box) if s.has_face else None, as_vector(s.face_embedding),
+                               as_vector(s.reid_embedding), s.activity, s.clothing)
+                for s in msg.people],
+    )
+
+
+def _floats(vec) -> list[float]:
+    return [] if vec is None else np.asarray(vec, dtype=np.float32).tolist()
+
+
+def observation_to_msg(obs: Observation) -> ObservationMsg:
+    msg = ObservationMsg()
+    msg.header.stamp = to_time_msg(obs.stamp)
+    msg.header.frame_id = obs.pose.frame_id
+    msg.observation_id, msg.keyframe_id, msg.episode_id = obs.observation_id, obs.keyframe_id, obs.episode_id
+    msg.segment_id, msg.waypoint_id = int(obs.segment_id), obs.waypoint_id
+    msg.pose = pose_to_msg(obs.pose, obs.stamp)
+    msg.description, msg.description_json, msg.image_path = obs.description, obs.description_json, obs.image_path
+    msg.text_embedding = _floats(obs.text_embedding)
+    msg.global_embedding = _floats(obs.global_embedding)
+    for r in obs.regions:
+        rm = RegionMsg(label=r.label, score=float(r.score), box=[float(v) for v in r.box],
+                       embedding=_floats(r.embedding), has_box_3d=r.center_3d is not None)
+        if r.center_3d is not None:
+            rm.center_3d = Point(x=float(r.center_3d[0]), y=float(r.center_3d[1]), z=float(r.center_3d[2]))
+            rm.size_3d = Vector3(x=float(r.size_3d[0]), y=float(r.size_3d[1]), z=float(r.size_3d[2]))
+        msg.regions.append(rm)
+    for s in obs.people:
+        sm = PersonSightingMsg(identity_id=s.identity_id, identity_confidence=float(s.identity_confidence),
+                               detection_score=float(s.detection_score), box=[float(v) for v in s.box],
+                               has_face=s.face_box is not None, face_embedding=_floats(s.face_embedding),
+                               reid_embedding=_floats(s.reid_embedding), activity=s.activity, clothing=s.clothing)
+        if s.face_box is not None:
+            sm.face_box = [float(v) for v in s.face_box]
+        msg.people.append(sm)
+    return msg

@@ -1,0 +1,77 @@
+"""Helpers for tests that talk to real nodes over DDS."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rclpy.executors import SingleThreadedExecutor
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def call(node, srv_type, name: str, request, timeout: float = 20.0, attempt_s: float = 5.0):
+    """Call a service from a test node, waiting for discovery (never a fixed sleep).
+
+    A request sent while discovery still lists a server that just died (or before a new one
+    matched) is lost, so the call is repeated every ``attempt_s`` until ``timeout``."""
+    client = node.create_client(srv_type, name)
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    deadline = time.monotonic() + timeout
+    try:
+        assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
+        while time.monotonic() < deadline:
+            future = client.call_async(request)
+            attempt_end = min(deadline, time.monotonic() + attempt_s)
+            while not future.done() and time.monotonic() < attempt_end:
+                executor.spin_once(timeout_sec=0.05)
+            if future.done():
+                return future.result()
+            client.remove_pending_request(future)
+        raise AssertionError(f"service {name} did not answer in {timeout} s")
+    finally:
+        executor.remove_node(node)
+        node.destroy_client(client)
+
+
+def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class LaunchedStack:
+    """``embodied-memory launch STACK`` as a child process, its log captured to a file."""
+
+    def __init__(self, stack_path: Path, log_path: Path, *extra: str):
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen([str(VENV_BIN / "embodied-memory"), "launch", str(stack_path), *extra],
+                                        stdout=self._log, stderr=subprocess.STDOUT, env=env)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def pid_of(self, node: str, nth: int = 1) -> int:
+        def find():
+            pids = re.findall(rf"started node '{node}' \(\S+, pid (\d+)\)", self.log())
+            return int(pids[nth - 1]) if len(pids) >= nth else None
+        return wait_until(find, 20, what=f"launcher to start '{node}' (#{nth})")
+
+    def stop(self, sig=signal.SIGINT, timeout: float = 30.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=timeout)
+        finally:
+            self._log.close()

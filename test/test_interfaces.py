@@ -1,0 +1,36 @@
+"""The interface packages built into the venv: importable, complete, wire-compatible."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def test_contract_types_import():
+    from embodied_memory_interfaces.action import Explore, NavigateToWaypoint
+    from embodied_memory_interfaces.msg import Answer, Keyframe, Observation
+    from embodied_memory_interfaces.srv import Ask, Forget, GetMemoryStats, NameIdentity, QueryMemory
+
+    assert hasattr(Keyframe(), "compressed_image") and hasattr(Keyframe(), "segment_id")
+    assert {"regions", "people", "global_embedding"} <= set(Observation.get_fields_and_field_types())
+    answer_fields = set(Answer.get_fields_and_field_types())
+    assert {"binary", "position", "time_iso", "duration_minutes", "persons", "evidence_ids",
+            "tokens_in", "tokens_out"} <= answer_fields
+    assert Ask.Request().question == "" and Answer.STATUS_NO_ANSWER == "no_answer"
+    assert NavigateToWaypoint.Goal().verify_person_id == ""
+    assert hasattr(NavigateToWaypoint.Result(), "success") and hasattr(Explore.Feedback(), "cognitive_state")
+    assert Forget.Request.MODE_IDENTITY == "identity"
+    for srv in (GetMemoryStats, NameIdentity, QueryMemory):
+        assert srv.Request and srv.Response
+
+
+def test_local_tf2_msgs_hash_matches_upstream():
+    """rosbags' Kilted type store computes RIHS01 from the upstream definition."""
+    from rosbags.typesys import Stores, get_typestore
+    share = Path(sys.prefix) / "share" / "tf2_msgs" / "msg" / "TFMessage.json"
+    if not share.exists():
+        pytest.skip(f"{share} not found (interfaces not built into this prefix)")
+    data = json.loads(share.read_text())
+    hashes = [h["hash_string"] for h in data["type_hashes"] if h["type_name"] == "tf2_msgs/msg/TFMessage"]
+    upstream = get_typestore(Stores.ROS2_KILTED).hash_rihs01("tf2_msgs/msg/TFMessage")
+    assert hashes == [upstream]
