@@ -1,0 +1,261 @@
+"""MemoryStore against known data; the same suite runs on both backends."""
+import math
+import sqlite3
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from embodied_memory.store import InvalidRecordError, StoreError, UnknownPersonError, open_store
+from embodied_memory.store.recency import RecencyScore
+from embodied_memory.types import SemanticRule
+
+from store_fixtures import HOUR, T0, filled_store, make_params, obs, unit
+
+BACKENDS = ["sqlite_faiss", "milvus"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def store(tmp_path, backend):
+    s = filled_store(tmp_path, backend)
+    yield s
+    s.close()
+
+
+def ids(records):
+    return [r["id"] for r in records]
+
+
+def test_recency_score_matches_humembr():
+    score = RecencyScore()
+    assert math.isclose(float(score.penalty(120.0)), 0.95, rel_tol=1e-9)
+    assert float(score.penalty(0.0)) == 0.0
+    assert math.isclose(float(score.score(np.array(1.0), np.array(0.0))), 0.0, abs_tol=1e-12)
+
+
+def test_semantic_ranking_uses_recency(store):
+    query = "red mug kitchen"
+    now = T0 + 27 * HOUR
+    hits = store.semantic_observations(query, n=3, now=now)
+    vec = store.embed_text(query)
+    # recompute HUMEMBR's score by hand for every stored record and compare the order
+    expected = []
+    for rec_id in ("o0", "o1", "o2", "o3", "o4", "o5"):
+        row = store.get_observation(rec_id)
+        sim = float(vec @ store.embed_text(row["description"]))
+        expected.append((3.0 * (1 - sim) + float(RecencyScore().penalty((now - row["t"]) / HOUR)), rec_id))
+    assert ids(hits) == [i for _, i in sorted(expected)[:3]]
+    assert hits[0]["id"] == "o5"  # the newest mug sighting wins over the older, equally similar ones
+    assert all(a["score"] <= b["score"] for a, b in zip(hits, hits[1:]))
+
+
+def test_semantic_filters_before_and_person(store):
+    hits = store.semantic_observations("red mug kitchen", before=T0 + 2.5 * HOUR, n=5)
+    assert set(ids(hits)) <= {"o0", "o1", "o2"} and "o2" in ids(hits)
+    hits = store.semantic_observations("someone in the kitchen", person="alice", n=5, now=T0 + 3 * HOUR)
+    assert set(ids(hits)) == {"o0", "o2"}
+    with pytest.raises(UnknownPersonError):
+        store.semantic_observations("x", person="carol")
+
+
+def test_text_top_k_without_recency(store):
+    hits = store.text_observations("bicycle corridor wall", k=2)
+    assert hits[0]["id"] == "o1" and len(hits) == 2
+    assert hits[0]["similarity"] >= hits[1]["similarity"]
+
+
+def test_position_queries(store):
+    near = store.observations_near(1.0, 1.0, k=3)
+    assert ids(near)[:2] == ["o0", "o5"] and near[0]["distance_m"] == 0.0
+    assert ids(store.observations_near(1.0, 1.0, radius=0.6, k=10)) == ["o0", "o5", "o2"]
+    assert ids(store.observations_near(20, 5, radius=0.1)) == ["o3"]
+    assert store.observations_near(100, 100, radius=1.0) == []
+    assert ids(store.observations_near(1.0, 1.0, radius=0.6, before=T0 + HOUR)) == ["o0"]
+    with pytest.raises(StoreError):
+        store.observations_near(float("nan"), 0)
+
+
+def test_time_queries(store):
+    assert ids(store.observations_between(T0 + 0.5 * HOUR, T0 + 3 * HOUR)) == ["o1", "o2", "o3"]
+    at = store.observations_at(T0 + 1.1 * HOUR, k=2)
+    assert ids(at) == ["o1", "o2"] and at[0]["dt_s"] == -360.0
+
+
+def test_waypoint_history(store):
+    assert ids(store.waypoint_observations("kitchen")) == ["o0", "o2", "o5"]
+    assert ids(store.waypoint_observations("kitchen", T0 + HOUR, T0 + 3 * HOUR)) == ["o2"]
+    assert store.waypoint_observations("garage") == []
+
+
+def test_person_history_and_names(store):
+    assert ids(store.person_observations("alice")) == ["o0", "o2"]
+    assert ids(store.person_observations("bob", t_start=T0 + 2 * HOUR)) == ["o4"]
+    store.name_identity("bob", "Robert")
+    assert ids(store.person_observations("robert")) == ["o1", "o4"]  # display name, any case
+    with pytest.raises(UnknownPersonError, match="carol"):
+        store.person_observations("carol")
+    with pytest.raises(UnknownPersonError):
+        store.name_identity("carol", "Carol")
+
+
+def test_persons_per_day_respects_time_zone(tmp_path, backend):
+    utc = filled_store(tmp_path / "utc", backend)
+    day = {p["person"]: p["sightings"] for p in utc.persons_per_day("2026-03-10")}
+    assert day == {"alice": 2, "bob": 2}
+    assert utc.persons_per_day("2026-03-11") == []
+    utc.close()
+    zurich = filled_store(tmp_path / "zh", backend, timezone="Europe/Zurich")
+    assert {p["person"]: p["sightings"] for p in zurich.persons_per_day("2026-03-10")} == {"alice": 2, "bob": 1}
+    nxt = zurich.persons_per_day("2026-03-11")
+    assert [p["person"] for p in nxt] == ["bob"] and nxt[0]["first_seen"].endswith("+01:00")
+    with pytest.raises(StoreError, match="YYYY-MM-DD"):
+        zurich.persons_per_day("10/03/2026")
+    zurich.close()
+
+
+def test_daily_summary_fallback_injected_and_failing(store):
+    summary = store.daily_summary("2026-03-10", "alice")
+    assert summary["sightings"] == 2 and "kitchen (2)" in summary["summary"] and "08:00" in summary["summary"]
+    calls = []
+    store.summariser = lambda person, date, sightings: calls.append(len(sightings)) or f"{person}: busy day"
+    store.insert([obs(9, T0 + 4 * HOUR, "alice at the whiteboard", 20, 5, "meeting_room", ["alice"], episode="visit")])
+    assert store.daily_summary("2026-03-10", "alice")["summary"] == "alice: busy day" and calls == [3]
+    store.daily_summary("2026-03-10", "alice")  # cached: same sightings, no new call
+    assert calls == [3]
+
+    def broken(*_):
+        raise ConnectionError("endpoint down")
+    store.summariser = broken
+    assert "bob on 2026-03-10" in store.daily_summary("2026-03-10", "bob")["summary"]
+
+
+def test_image_retrieval_returns_only_observations_with_images(store):
+    hits = store.image_retrieval("red mug", m=3)
+    assert ids(hits) == ["o0", "o1"] and hits[0]["image_path"].endswith("mug.jpg")
+
+
+def test_visual_similarity_across_episodes(store):
+    hits = store.visual_similarity(unit(6), k=2)
+    assert hits[0]["id"] == "o5" and hits[0]["similarity"] > 0.99
+    assert ids(store.visual_similarity(unit(6), k=1, exclude_episode="day2")) != ["o5"]
+    assert ids(store.visual_similarity(unit(1), k=5, episode="day2")) == ["o5"]
+
+
+def test_bad_inputs_change_nothing(store):
+    before = store.stats()
+    bad = [
+        (obs(20, T0 + 30 * HOUR, "nan pose", float("nan"), 0), "NaN"),
+        (obs(21, T0 + 30 * HOUR, "inf pose", 0, float("inf")), "NaN/inf"),
+        (obs(22, T0 + 30 * HOUR, "wrong image size", image=np.ones(15)), "configured dimension is 16"),
+        (obs(23, T0 + 30 * HOUR, "x" * 9000), "max_description_chars"),
+        (obs(24, T0 + 30 * HOUR, "bad id", people=["not valid id!"]), "not a valid id"),
+        (obs(25, T0 + 1 * HOUR, "back in time", episode="day2"), "older than the last record"),
+        (obs(26, float("nan"), "nan time"), "stamp"),
+    ]
+    for record, message in bad:
+        with pytest.raises(InvalidRecordError, match=message):
+            store.insert([record])
+    # one bad record in a batch: the good ones are not written either
+    with pytest.raises(InvalidRecordError):
+        store.insert([obs(30, T0 + 40 * HOUR, "good", episode="day2"),
+                      obs(31, T0 + 41 * HOUR, "bad", float("nan"), 0, episode="day2")])
+    after = store.stats()
+    assert {k: after[k] for k in ("observations", "person_sightings", "identities")} == \
+           {k: before[k] for k in ("observations", "person_sightings", "identities")}
+    assert store.get_observation("o30") is None
+    # re-inserting stored ids is idempotent
+    assert store.insert([obs(0, T0, "a red mug on the kitchen counter")]) == []
+
+
+def test_export_and_forget_identity(store, tmp_path):
+    crop = store.data_dir / "crops" / "alice_0.jpg"
+    crop.parent.mkdir(parents=True, exist_ok=True)
+    crop.write_bytes(b"jpeg")
+    record = obs(40, T0 + 5 * HOUR, "alice reading near the window", 3, 3, "lounge", ["alice"], episode="visit")
+    record.people[0].crop_path = str(crop)
+    store.insert([record])
+    export = store.export_identity("alice", include_embeddings=True)
+    assert [s["observation_id"] for s in export["sightings"]] == ["o0", "o2", "o40"]
+    assert len(export["sightings"][0]["face_emb"]) == 8
+    store.daily_summary("2026-03-10", "alice")
+    dry = store.forget_identity("alice", dry_run=True)
+    assert dry["sightings_removed"] == 3 and crop.exists()
+    result = store.forget_identity("alice")
+    assert result["sightings_removed"] == 3 and result["files_removed"] == 1 and not crop.exists()
+    with pytest.raises(UnknownPersonError):
+        store.person_observations("alice")
+    assert "alice" not in store.get_observation("o2")["description"].lower()
+    assert store.get_observation("o2")["persons"] == []
+    assert all("alice" not in r["description"].lower() for r in store.text_observations("alice", k=10))
+    n = store._conn().execute("SELECT COUNT(*) FROM summaries WHERE identity_id='alice'").fetchone()[0]
+    assert n == 0
+    with pytest.raises(InvalidRecordError, match="forgotten"):
+        store.insert([obs(41, T0 + 6 * HOUR, "again", people=["alice"])])
+    assert store.get_observation("o0") is not None  # the observation itself stays
+
+
+def test_retention_by_age(store):
+    mug_image = store.get_observation("o0")["image_path"]
+    result = store.forget_older_than(hours=20, now=T0 + 26.5 * HOUR)  # keeps only o4 (15.75 h) and o5
+    assert result["observations_removed"] == 4 and result["files_removed"] == 2
+    assert not __import__("os").path.exists(mug_image)
+    assert ids(store.observations_between(0, 1e12)) == ["o4", "o5"]
+    assert set(ids(store.text_observations("red mug", k=10))) <= {"o4", "o5"}
+    assert store.stats()["vectors"]["text"] == 2
+
+
+def test_episodes_rules_and_maps(store):
+    assert [e.episode_id for e in store.episodes()] == ["day1", "day2"]
+    store.add_rule(SemanticRule("r1", "if_then", "search_target", "the target is a mug",
+                                "look in the kitchen first"))
+    store.add_rule(SemanticRule("r2", "problem_solution", "navigate", "the corridor is blocked",
+                                "go through the meeting room"))
+    assert store.rules_for("where is my mug", k=1)[0]["rule_id"] == "r1"
+    grid = np.full((4, 5), -1, dtype=np.int8)
+    grid[1, 2] = 100
+    store.save_occupancy_map("day1", grid, 0.1, (-1.0, 2.0))
+    loaded = store.load_occupancy_map("day1")
+    assert np.array_equal(loaded["grid"], grid) and loaded["origin"] == (-1.0, 2.0)
+    assert store.forget_episode("day2")["observations_removed"] == 1
+    assert [e.episode_id for e in store.episodes()] == ["day1"]
+
+
+def test_call_tool_by_name(store):
+    assert ids(store.call_tool("waypoint_observations", {"waypoint_id": "corridor"})) == ["o1"]
+    with pytest.raises(StoreError, match="unknown tool"):
+        store.call_tool("drop_table", {})
+    with pytest.raises(StoreError, match="bad arguments"):
+        store.call_tool("waypoint_observations", {"where": "x"})
+
+
+def test_reopen_keeps_everything_and_checks_dimensions(tmp_path, backend):
+    store = filled_store(tmp_path, backend)
+    expected = ids(store.text_observations("red mug", k=3))
+    store.close()
+    again = open_store(make_params(tmp_path, backend))
+    assert again.stats()["observations"] == 6 and ids(again.text_observations("red mug", k=3)) == expected
+    again.close()
+    with pytest.raises(StoreError, match="image_dim"):
+        open_store(make_params(tmp_path, backend, image_dim=32))
+
+
+def test_readers_are_not_blocked_by_a_writer(store):
+    writer = sqlite3.connect(store.db_path, timeout=1)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("UPDATE meta SET value=value WHERE key='schema_version'")
+    try:
+        result = {}
+        reader = threading.Thread(target=lambda: result.update(rows=store.waypoint_observations("kitchen")))
+        start = time.monotonic()
+        reader.start()
+        reader.join(5)
+        assert ids(result["rows"]) == ["o0", "o2", "o5"] and time.monotonic() - start < 1.0
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
