@@ -80,6 +80,7 @@ class MemoryStore:
         conn.executescript(_SCHEMA)
         self._check_meta(conn)
         self._indexes = self._open_indexes()
+        self._load_times()
 
     # -- connections ----------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -258,6 +259,8 @@ class MemoryStore:
                 obs.text_embedding = vec
         new_vectors: dict[str, list] = {"text": [], "image": []}
         stored: list[str] = []
+        inserted_rows: list[int] = []
+        inserted_times: list[float] = []
         with self._transaction() as conn:
             existing = set()
             for start in range(0, len(seen_ids), 500):
@@ -328,10 +331,16 @@ class MemoryStore:
                 if image_vec is not None:
                     new_vectors["image"].append((row_id, image_vec))
                 stored.append(obs.observation_id)
+                inserted_rows.append(row_id)
+                inserted_times.append(obs.stamp)
             for episode_id, stamp in last_stamp.items():
                 conn.execute("UPDATE episodes SET last_stamp=MAX(last_stamp, ?), "
                              "end=MAX(COALESCE(end, 0), ?) WHERE episode_id=?", (stamp, stamp, episode_id))
         # committed (durable): now the in-memory indexes; a crash here is repaired on open
+        if stored:
+            new_ids = np.array(inserted_rows, dtype=np.int64)
+            self._time_ids = np.concatenate([self._time_ids, new_ids])
+            self._time_vals = np.concatenate([self._time_vals, np.array(inserted_times, dtype=np.float64)])
         for kind, items in new_vectors.items():
             if items:
                 self._indexes[kind].add(np.array([i for i, _ in items], dtype=np.int64),
@@ -383,11 +392,29 @@ class MemoryStore:
                                      f"(known: {', '.join(i.identity_id for i in self.identities()[:20]) or 'none'})")
         return row[0]
 
+    # candidates examined at most per ranked query (beyond this the ranking is approximate)
+    MAX_CANDIDATES = 20_000
+
+    def _load_times(self) -> None:
+        """Row id -> time, in memory (ids only grow), so ranking needs no SQL per candidate."""
+        rows = self._conn().execute("SELECT id, t FROM observations ORDER BY id").fetchall()
+        self._time_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        self._time_vals = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+
+    def _times_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(times, known) for row ids; unknown = deleted since the index was written."""
+        time_ids, time_vals = self._time_ids, self._time_vals
+        pos = np.searchsorted(time_ids, ids)
+        pos_clipped = np.minimum(pos, max(len(time_ids) - 1, 0))
+        known = (pos < len(time_ids)) & (time_ids[pos_clipped] == ids) if len(time_ids) else np.zeros(len(ids), bool)
+        return (time_vals[pos_clipped] if len(time_ids) else np.zeros(len(ids))), known
+
     def _ranked(self, kind: str, query_vec: np.ndarray, n: int, *, before: Optional[float],
                 now: float, use_recency: bool, subset: Optional[np.ndarray] = None,
-                accept: Callable[[sqlite3.Row], bool] = lambda row: True) -> list[tuple[float, sqlite3.Row]]:
-        """Top-n rows by score (lower is better), exact for the flat index: candidates are
-        fetched by cosine and widened until no record outside them could score better."""
+                accept: Optional[Callable[[sqlite3.Row], bool]] = None) -> list[tuple[float, sqlite3.Row]]:
+        """Top-n rows by score (lower is better).  Candidates come from the vector index by
+        cosine and are widened until no record outside them can score better once the recency
+        term is added (exact for the flat index, up to MAX_CANDIDATES)."""
         index = self._indexes[kind]
         query_vec = _unit(np.asarray(query_vec, dtype=np.float32))
         if query_vec.shape != (index.dim,):
@@ -395,30 +422,42 @@ class MemoryStore:
         if subset is not None and len(subset) == 0:
             return []
         total = index.count() if subset is None else len(subset)
-        k = min(max(4 * n, 64), max(total, 1))
+        if total == 0:
+            return []
+        k = min(max(4 * n, 64), total)
         # smallest time penalty any record can have: the newest allowed one
         min_penalty = float(self.recency.penalty((now - before) / 3600.0)) if (use_recency and before) else 0.0
         while True:
             ids, sims = index.search(query_vec, k, subset)
-            rows = self._rows_by_id(ids)
-            scored = []
-            for rid, sim in zip(ids, sims):
-                row = rows.get(int(rid))
-                if row is None or (before is not None and row["t"] > before) or not accept(row):
-                    continue
-                hours = (now - row["t"]) / 3600.0
-                score = (self.recency.score(sim, hours) if use_recency
-                         else self.recency.weight_cos * (1.0 - float(sim)))
-                scored.append((float(score), row))
-            scored.sort(key=lambda item: item[0])
-            best = scored[:n]
-            exhausted = len(ids) < k or k >= total
+            times, known = self._times_of(ids)
+            keep = known & ((times <= before) if before is not None else True)
+            ids, sims, times = ids[keep], sims[keep].astype(np.float64), times[keep]
+            if use_recency:
+                scores = self.recency.score(sims, (now - times) / 3600.0)
+            else:
+                scores = self.recency.weight_cos * (1.0 - sims)
+            order = np.argsort(scores, kind="stable")
+            best: list[tuple[float, sqlite3.Row]] = []
+            # fetch rows for the best candidates only (more when a row filter rejects some)
+            start = 0
+            while len(best) < n and start < len(order):
+                chunk = order[start:start + max(n * 2, 16)]
+                rows = self._rows_by_id(ids[chunk])
+                for i in chunk:
+                    row = rows.get(int(ids[i]))
+                    if row is not None and (accept is None or accept(row)):
+                        best.append((float(scores[i]), row))
+                        if len(best) == n:
+                            break
+                start += len(chunk)
+            exhausted = k >= total or k >= self.MAX_CANDIDATES
             if exhausted or not len(sims):
                 return best
-            bound = self.recency.weight_cos * (1.0 - float(sims[-1])) + self.recency.weight_time * min_penalty * use_recency
+            bound = self.recency.weight_cos * (1.0 - float(sims.min())) + \
+                self.recency.weight_time * min_penalty * use_recency
             if len(best) == n and best[-1][0] <= bound:
                 return best
-            k = min(k * 4, total)
+            k = min(k * 4, total, self.MAX_CANDIDATES)
 
     # -- retrieval functions (agent tools) ----------------------------------------------------
     def semantic_observations(self, query: str, person: Optional[str] = None,
@@ -443,7 +482,8 @@ class MemoryStore:
 
         With an image-space text encoder (CLIP backend) the query is matched against the global
         image embeddings; otherwise against the descriptions of observations that have images."""
-        has_image = lambda row: bool(row["image_path"])  # noqa: E731
+        def has_image(row):
+            return bool(row["image_path"])
         if self._image_query_embedder is not None:
             vec = self._image_query_embedder.embed([query])[0]
             hits = self._ranked("image", vec, m, before=before, now=time.time(), use_recency=False,
@@ -463,7 +503,7 @@ class MemoryStore:
         if episode:
             subset = np.fromiter((r[0] for r in self._conn().execute(
                 "SELECT id FROM observations WHERE episode_id=? AND image_emb IS NOT NULL", (episode,))), np.int64)
-        accept = (lambda row: row["episode_id"] != exclude_episode) if exclude_episode else (lambda row: True)
+        accept = (lambda row: row["episode_id"] != exclude_episode) if exclude_episode else None
         hits = self._ranked("image", vec, k, before=None, now=time.time(), use_recency=False,
                             subset=subset, accept=accept)
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
@@ -708,6 +748,7 @@ class MemoryStore:
         id_array = np.array(ids, dtype=np.int64)
         for index in self._indexes.values():
             index.remove(id_array)
+        self._load_times()
         counts["files_removed"] = self._remove_files(files + crops)
         self._checkpoint_generation(gen)
         return {**counts, "dry_run": False}

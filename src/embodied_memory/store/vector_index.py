@@ -214,15 +214,17 @@ class MilvusVectorIndex:
                     raise RuntimeError(f"Milvus collection '{collection}' has dim "
                                        f"{fld['params']['dim']}, configuration says {dim}")
         self._client.load_collection(collection)
+        self._count = self._query_count()
 
     def open(self, generation: int, rows_after, total_rows: int) -> None:
         """Milvus is itself durable; add rows SQLite has that Milvus lacks (crash between the two)."""
-        have = self.count()
+        have = self._count
         if have == total_rows:
             return
         log.warning("Milvus collection %s holds %d vectors, SQLite %d: resynchronising",
                     self.collection, have, total_rows)
         self._client.delete(self.collection, filter="id >= 0")
+        self._count = 0
         for ids, vectors in rows_after(0):
             self.add(ids, vectors)
 
@@ -232,11 +234,13 @@ class MilvusVectorIndex:
         rows = [{"id": int(i), "vector": v.tolist()} for i, v in zip(ids, vectors)]
         for start in range(0, len(rows), 2000):
             self._client.upsert(self.collection, rows[start:start + 2000])
+        self._count += len(rows)
 
     def remove(self, ids):
         ids = [int(i) for i in ids]
         for start in range(0, len(ids), 5000):
             self._client.delete(self.collection, ids=ids[start:start + 5000])
+        self._count = self._query_count()
 
     def search(self, vector, k, subset=None):
         kwargs = {}
@@ -252,9 +256,12 @@ class MilvusVectorIndex:
         sims = np.array([h["distance"] for h in hits], dtype=np.float32)
         return ids, sims
 
-    def count(self) -> int:
+    def _query_count(self) -> int:
         res = self._client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(res[0]["count(*)"]) if res else 0
+
+    def count(self) -> int:
+        return self._count
 
     def checkpoint(self, max_id: int, generation: int) -> None:
         self._client.flush(self.collection)

@@ -1,0 +1,136 @@
+"""Memory store benchmark: insert rate, query latency, reopen time, bytes per record.
+
+Synthetic data with realistic sizes (384-d text and 512-d image embeddings, ~1 KB
+descriptions, a person in 20% of the observations, 100 waypoints, 30 days), for each size
+and each backend side by side.  Prints figures; asserts nothing.
+
+    .venv/bin/python bench/store_bench.py --sizes 10000 100000 1000000 --backends sqlite_faiss milvus
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from embodied_memory.params import StoreParams
+from embodied_memory.store import open_store
+from embodied_memory.types import Observation, PersonSighting, Pose
+
+WORDS = ("kitchen corridor office desk chair mug red blue green person walking standing door window "
+         "plant whiteboard laptop bag coffee table shelf box printer stairs elevator lobby sofa lamp "
+         "bottle phone screen meeting room cabinet sink fridge microwave poster clock").split()
+T0 = 1_790_000_000.0
+
+
+def make_batch(rng, start, count, span_s):
+    text = rng.normal(size=(count, 384)).astype(np.float32)
+    image = rng.normal(size=(count, 512)).astype(np.float32)
+    out = []
+    for j in range(count):
+        i = start + j
+        desc = " ".join(rng.choice(WORDS, size=160))[:1024]
+        people = []
+        if rng.random() < 0.2:
+            people = [PersonSighting((10, 20, 110, 300), f"person_{rng.integers(50):04d}", 0.9, 0.8,
+                                     face_embedding=rng.normal(size=128).astype(np.float32))]
+        out.append(Observation(f"obs{i}", T0 + i * span_s, "bench", Pose(float(rng.uniform(-50, 50)),
+                                                                         float(rng.uniform(-50, 50))),
+                               description=desc, waypoint_id=f"wp_{rng.integers(100)}",
+                               text_embedding=text[j], global_embedding=image[j], people=people))
+    return out
+
+
+def percentile_ms(samples, q):
+    return float(np.percentile(np.array(samples) * 1e3, q))
+
+
+def timed(fn, repeats):
+    samples = []
+    for i in range(repeats):
+        t = time.perf_counter()
+        fn(i)
+        samples.append(time.perf_counter() - t)
+    return samples
+
+
+def run(backend: str, size: int, root: Path, repeats: int) -> dict:
+    data_dir = root / f"{backend}_{size}"
+    params = StoreParams(backend=backend, data_dir=str(data_dir), text_embedder="hash", image_dim=512,
+                         face_dim=128, milvus_uri=str(data_dir / "milvus.db") if backend == "milvus" else "",
+                         checkpoint_every=10**9)
+    rng = np.random.default_rng(0)
+    store = open_store(params)
+    span_s = 30 * 86400 / size
+    batch = 1000
+    insert_s = 0.0
+    for start in tqdm(range(0, size, batch), desc=f"{backend} insert {size}", unit="batch", leave=False):
+        records = make_batch(rng, start, min(batch, size - start), span_s)
+        t = time.perf_counter()
+        store.insert(records)
+        insert_s += time.perf_counter() - t
+    t = time.perf_counter()
+    store.checkpoint()
+    checkpoint_s = time.perf_counter() - t
+    now = T0 + 30 * 86400
+    queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(repeats)]
+    store.semantic_observations(queries[0], n=30, now=now)  # warm
+    figures = {"backend": backend, "records": size,
+               "insert_per_s": size / insert_s, "checkpoint_s": checkpoint_s}
+    figures["semantic_p50_ms"], figures["semantic_p95_ms"] = (
+        lambda s: (percentile_ms(s, 50), percentile_ms(s, 95)))(
+        timed(lambda i: store.semantic_observations(queries[i], n=30, now=now), repeats))
+    figures["person_p95_ms"] = percentile_ms(timed(
+        lambda i: store.person_observations(f"person_{i % 50:04d}", T0 + (i % 20) * 86400,
+                                            T0 + (i % 20 + 3) * 86400), repeats), 95)
+    figures["waypoint_p95_ms"] = percentile_ms(timed(
+        lambda i: store.waypoint_observations(f"wp_{i % 100}", T0 + (i % 25) * 86400,
+                                              T0 + (i % 25 + 1) * 86400), repeats), 95)
+    figures["time_window_p95_ms"] = percentile_ms(timed(
+        lambda i: store.observations_between(T0 + i * 3600, T0 + i * 3600 + 600), repeats), 95)
+    figures["near_p95_ms"] = percentile_ms(timed(
+        lambda i: store.observations_near(float(i % 80 - 40), 0.0, k=4), repeats), 95)
+    store.close()
+    figures["bytes_per_observation"] = sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / size
+    t = time.perf_counter()
+    store = open_store(params)
+    store.semantic_observations(queries[1], n=30, now=now)
+    figures["reopen_first_query_s"] = time.perf_counter() - t
+    store.close()
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--backends", nargs="+", default=["sqlite_faiss", "milvus"])
+    parser.add_argument("--repeats", type=int, default=100)
+    parser.add_argument("--dir", default="", help="where to build the stores (default: a temp dir)")
+    parser.add_argument("--json", default="", help="also write the figures to this file")
+    args = parser.parse_args()
+    root = Path(args.dir or tempfile.mkdtemp(prefix="em_bench_"))
+    rows = []
+    cols = ("backend", "records", "insert_per_s", "semantic_p50_ms", "semantic_p95_ms", "person_p95_ms",
+            "waypoint_p95_ms", "time_window_p95_ms", "near_p95_ms", "reopen_first_query_s",
+            "bytes_per_observation")
+    print(" | ".join(cols))
+    for size in args.sizes:
+        for backend in args.backends:
+            fig = run(backend, size, root, args.repeats)
+            rows.append(fig)
+            print(" | ".join(f"{fig[c]:.1f}" if isinstance(fig[c], float) else str(fig[c]) for c in cols), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
