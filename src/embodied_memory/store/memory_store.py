@@ -392,9 +392,6 @@ class MemoryStore:
                                      f"(known: {', '.join(i.identity_id for i in self.identities()[:20]) or 'none'})")
         return row[0]
 
-    # candidates examined at most per ranked query (beyond this the ranking is approximate)
-    MAX_CANDIDATES = 20_000
-
     def _load_times(self) -> None:
         """Row id -> time, in memory (ids only grow), so ranking needs no SQL per candidate."""
         rows = self._conn().execute("SELECT id, t FROM observations ORDER BY id").fetchall()
@@ -412,52 +409,41 @@ class MemoryStore:
     def _ranked(self, kind: str, query_vec: np.ndarray, n: int, *, before: Optional[float],
                 now: float, use_recency: bool, subset: Optional[np.ndarray] = None,
                 accept: Optional[Callable[[sqlite3.Row], bool]] = None) -> list[tuple[float, sqlite3.Row]]:
-        """Top-n rows by score (lower is better).  Candidates come from the vector index by
-        cosine and are widened until no record outside them can score better once the recency
-        term is added (exact for the flat index, up to MAX_CANDIDATES)."""
+        """Top-n rows by score (lower is better).
+
+        One vector search fetches the index's ``candidates`` nearest by cosine (a flat scan
+        costs the same for k=32 or k=2048); they are re-scored with the recency term.  The
+        result equals a full scan whenever the n-th score is below a*(1 - lowest candidate
+        similarity), i.e. whenever something is clearly similar to the query."""
         index = self._indexes[kind]
         query_vec = _unit(np.asarray(query_vec, dtype=np.float32))
         if query_vec.shape != (index.dim,):
             raise StoreError(f"{kind} query has {query_vec.size} values, index dimension is {index.dim}")
-        if subset is not None and len(subset) == 0:
-            return []
         total = index.count() if subset is None else len(subset)
         if total == 0:
             return []
-        k = min(max(4 * n, 64), total)
-        # smallest time penalty any record can have: the newest allowed one
-        min_penalty = float(self.recency.penalty((now - before) / 3600.0)) if (use_recency and before) else 0.0
-        while True:
-            ids, sims = index.search(query_vec, k, subset)
-            times, known = self._times_of(ids)
-            keep = known & ((times <= before) if before is not None else True)
-            ids, sims, times = ids[keep], sims[keep].astype(np.float64), times[keep]
-            if use_recency:
-                scores = self.recency.score(sims, (now - times) / 3600.0)
-            else:
-                scores = self.recency.weight_cos * (1.0 - sims)
-            order = np.argsort(scores, kind="stable")
-            best: list[tuple[float, sqlite3.Row]] = []
-            # fetch rows for the best candidates only (more when a row filter rejects some)
-            start = 0
-            while len(best) < n and start < len(order):
-                chunk = order[start:start + max(n * 2, 16)]
-                rows = self._rows_by_id(ids[chunk])
-                for i in chunk:
-                    row = rows.get(int(ids[i]))
-                    if row is not None and (accept is None or accept(row)):
-                        best.append((float(scores[i]), row))
-                        if len(best) == n:
-                            break
-                start += len(chunk)
-            exhausted = k >= total or k >= self.MAX_CANDIDATES
-            if exhausted or not len(sims):
-                return best
-            bound = self.recency.weight_cos * (1.0 - float(sims.min())) + \
-                self.recency.weight_time * min_penalty * use_recency
-            if len(best) == n and best[-1][0] <= bound:
-                return best
-            k = min(k * 4, total, self.MAX_CANDIDATES)
+        ids, sims = index.search(query_vec, min(total, max(index.candidates, 4 * n)), subset)
+        times, known = self._times_of(ids)
+        keep = known & ((times <= before) if before is not None else True)
+        ids, sims, times = ids[keep], sims[keep].astype(np.float64), times[keep]
+        if use_recency:
+            scores = self.recency.score(sims, (now - times) / 3600.0)
+        else:
+            scores = self.recency.weight_cos * (1.0 - sims)
+        order = np.argsort(scores, kind="stable")
+        best: list[tuple[float, sqlite3.Row]] = []
+        start = 0
+        while len(best) < n and start < len(order):  # rows for the best candidates only
+            chunk = order[start:start + max(n * 2, 16)]
+            rows = self._rows_by_id(ids[chunk])
+            for i in chunk:
+                row = rows.get(int(ids[i]))
+                if row is not None and (accept is None or accept(row)):
+                    best.append((float(scores[i]), row))
+                    if len(best) == n:
+                        break
+            start += len(chunk)
+        return best
 
     # -- retrieval functions (agent tools) ----------------------------------------------------
     def semantic_observations(self, query: str, person: Optional[str] = None,

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 class VectorIndex(Protocol):
     dim: int
+    candidates: int  # how many nearest neighbours a ranked query fetches for re-scoring
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None: ...
     def remove(self, ids: np.ndarray) -> None: ...
@@ -41,6 +42,8 @@ Batches = Iterator[tuple[np.ndarray, np.ndarray]]
 
 
 class FaissVectorIndex:
+    candidates = 2048
+
     def __init__(self, path: Path, dim: int, *, ivf_min_vectors: int = 200_000, nprobe: int = 32):
         import faiss  # imported here: the Milvus backend does not need it
         self._faiss = faiss
@@ -185,7 +188,9 @@ class FaissVectorIndex:
 
 
 class MilvusVectorIndex:
-    """One Milvus collection (id INT64 primary key, vector FLOAT_VECTOR, COSINE)."""
+    """One Milvus collection (id INT64 primary key, vector FLOAT_VECTOR, inner product)."""
+
+    candidates = 256  # result size is what Milvus (Lite especially) pays for
 
     def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
         try:
