@@ -27,13 +27,14 @@ class StoreParams:
     recency_weight_time: float = 1.0
     recency_horizon_hours: float = 120.0   # penalty reaches 0.95 at this age
     checkpoint_every: int = 5000           # vector index snapshot every N inserts
+    ivf_min_vectors: int = 200_000         # FAISS: exact flat index below, IVF (approximate) above
     text_embedder: str = "minilm"          # minilm | hash (tests/benchmarks without a model)
 
     def validate(self) -> None:
         if self.backend not in ("sqlite_faiss", "milvus"):
             raise ValueError(f"backend: unknown '{self.backend}' (sqlite_faiss | milvus)")
         for name in ("text_dim", "image_dim", "face_dim", "reid_dim", "max_description_chars",
-                     "checkpoint_every"):
+                     "checkpoint_every", "ivf_min_vectors"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be > 0")
         if self.recency_horizon_hours <= 0:

@@ -126,16 +126,16 @@ def load_stack(path: str | Path, overrides: dict[str, dict[str, Any]] | None = N
 
 
 def config_dir() -> Path:
-    """The package's config/ directory (source checkout, or share/ of an install)."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "config",):
-        if candidate.is_dir():
-            return candidate
-    try:  # installed on a full ROS system
+    """The package's config/ directory: the source checkout's, else share/ of a ROS install."""
+    checkout = Path(__file__).resolve().parents[2] / "config"
+    if checkout.is_dir():
+        return checkout
+    try:
         from ament_index_python.packages import get_package_share_directory
         return Path(get_package_share_directory(PACKAGE)) / "config"
     except Exception as exc:  # noqa: BLE001 - report where we looked
-        raise ConfigError(f"cannot find the {PACKAGE} config/ directory (looked in {here.parents[2]})") from exc
+        raise ConfigError(f"cannot find the {PACKAGE} config/ directory (not in {checkout.parent}, "
+                          "not in the ament index)") from exc
 
 
 def resolve_stack_path(name_or_path: str) -> Path:

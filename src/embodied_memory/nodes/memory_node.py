@@ -127,19 +127,19 @@ class MemoryNode(Node):
         if not self._dirty.is_set():
             return
         self._dirty.clear()
-        rows = self.store._conn().execute(  # noqa: SLF001 - read-only snapshot for display
-            "SELECT x, y, z, persons FROM observations ORDER BY t DESC LIMIT ?", (self.params.markers_max,)).fetchall()
+        rows = self.store.recent_positions(self.params.markers_max)
         stamp = self.get_clock().now().to_msg()
         markers = MarkerArray()
-        for ns, mid, colour, pick in (("observations", 0, ColorRGBA(r=0.2, g=0.6, b=1.0, a=0.8), lambda r: True),
-                                      ("person_sightings", 1, ColorRGBA(r=1.0, g=0.4, b=0.1, a=0.9),
-                                       lambda r: bool(r["persons"]))):
+        layers = (("observations", ColorRGBA(r=0.2, g=0.6, b=1.0, a=0.8), 0.15, False),
+                  ("person_sightings", ColorRGBA(r=1.0, g=0.4, b=0.1, a=0.9), 0.25, True))
+        for mid, (ns, colour, size, people_only) in enumerate(layers):
             m = Marker(ns=ns, id=mid, type=Marker.SPHERE_LIST, action=Marker.ADD)
             m.header.frame_id, m.header.stamp = self.params.map_frame, stamp
             m.pose.orientation.w = 1.0
-            m.scale.x = m.scale.y = m.scale.z = 0.25 if mid else 0.15
+            m.scale.x = m.scale.y = m.scale.z = size
             m.color = colour
-            m.points = [Point(x=r["x"], y=r["y"], z=r["z"] + 0.3 * mid) for r in rows if pick(r)]
+            m.points = [Point(x=x, y=y, z=z + 0.3 * mid) for x, y, z, has_person in rows
+                        if has_person or not people_only]
             markers.markers.append(m)
         self._markers_pub.publish(markers)
 

@@ -138,7 +138,8 @@ class MemoryStore:
                 uri = self.params.milvus_uri or str(self.data_dir / "milvus.db")
                 index = MilvusVectorIndex(uri, f"em_{kind}", dim)
             else:
-                index = FaissVectorIndex(self.data_dir / f"{kind}.faiss", dim)
+                index = FaissVectorIndex(self.data_dir / f"{kind}.faiss", dim,
+                                         ivf_min_vectors=self.params.ivf_min_vectors)
             total = self._conn().execute(
                 f"SELECT COUNT(*) FROM observations WHERE {column} IS NOT NULL").fetchone()[0]
             index.open(gen, lambda after, c=column: self._vector_batches(c, after), total)
@@ -798,6 +799,11 @@ class MemoryStore:
             return None
         grid = np.frombuffer(r["data"], dtype=np.int8).reshape(r["height"], r["width"])
         return {"grid": grid, "resolution": r["resolution"], "origin": (r["origin_x"], r["origin_y"])}
+
+    def recent_positions(self, limit: int) -> list[tuple[float, float, float, bool]]:
+        """(x, y, z, has_person) of the newest ``limit`` observations (for map markers)."""
+        rows = self._conn().execute("SELECT x, y, z, persons FROM observations ORDER BY t DESC LIMIT ?", (limit,))
+        return [(r["x"], r["y"], r["z"], bool(r["persons"])) for r in rows]
 
     def get_observation(self, observation_id: str) -> Optional[dict]:
         row = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE observation_id=?",

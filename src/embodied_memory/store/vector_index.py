@@ -1,7 +1,7 @@
 """Vector indexes behind one small interface, keyed by the SQLite row id.
 
 ``FaissVectorIndex`` (embedded default): exact inner product (IndexFlatIP) up to
-``ivf_min_vectors``, then IVF (nlist ~ 4*sqrt(n), nprobe 32) rebuilt from SQLite, with an
+``ivf_min_vectors``, then IVF (nlist ~ sqrt(n), nprobe 32) rebuilt from its vectors, with an
 on-disk snapshot that records the last row id and the store's generation, so a restart only
 adds what came after the snapshot and a stale or corrupt snapshot is rebuilt.
 
@@ -62,8 +62,9 @@ class FaissVectorIndex:
 
     @property
     def kind(self) -> str:
-        inner = self._faiss.downcast_index(self._index.index)
-        return "ivf" if isinstance(inner, self._faiss.IndexIVF) else "flat"
+        # flat: IndexIDMap2(IndexFlatIP); ivf: IndexIVFFlat with its own ids (an id map over
+        # IVF would renumber wrongly on remove_ids)
+        return "ivf" if isinstance(self._faiss.downcast_index(self._index), self._faiss.IndexIVF) else "flat"
 
     # -- persistence --------------------------------------------------------------------------
     def open(self, generation: int, rows_after: "callable", total_rows: int) -> None:
@@ -74,7 +75,7 @@ class FaissVectorIndex:
             try:
                 meta = json.loads(self.meta_path.read_text())
                 if meta.get("generation") == generation and meta.get("dim") == self.dim:
-                    self._index = self._faiss.read_index(str(self.path))
+                    self._index = self._faiss.read_index(str(self.path))  # already the concrete type
                     if self._index.d != self.dim:
                         raise ValueError("dimension mismatch")
                     self.max_id = int(meta["max_id"])
@@ -120,17 +121,16 @@ class FaissVectorIndex:
             vecs_all.append(vectors)
         ids = np.concatenate(ids_all)
         vecs = np.concatenate(vecs_all)
-        nlist = int(4 * math.sqrt(len(ids)))
+        nlist = int(min(4096, max(256, math.sqrt(len(ids)))))
         log.info("building IVF index for %s: %d vectors, nlist %d", self.path.stem, len(ids), nlist)
         ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
         rng = np.random.default_rng(0)
-        sample = vecs[rng.choice(len(vecs), size=min(len(vecs), 64 * nlist), replace=False)]
+        sample = vecs[rng.choice(len(vecs), size=min(len(vecs), 40 * nlist), replace=False)]
         ivf.train(sample)
         ivf.nprobe = self.nprobe
-        index = faiss.IndexIDMap2(ivf)
-        index.add_with_ids(vecs, ids)
+        ivf.add_with_ids(vecs, ids)
         with self._lock:
-            self._index = index
+            self._index = ivf
 
     def checkpoint(self, max_id: int, generation: int) -> None:
         with self._lock:
@@ -174,8 +174,10 @@ class FaissVectorIndex:
             params = None
             if subset is not None:
                 selector = faiss.IDSelectorBatch(np.asarray(subset, dtype=np.int64))
-                params = (faiss.SearchParametersIVF(sel=selector, nprobe=self.nprobe)
-                          if self.kind == "ivf" else faiss.SearchParameters(sel=selector))
+                if self.kind == "ivf":  # a selective filter must not depend on which lists are probed
+                    params = faiss.SearchParametersIVF(sel=selector, nprobe=self._index.nlist)
+                else:
+                    params = faiss.SearchParameters(sel=selector)
             sims, ids = self._index.search(query, k, params=params)
         keep = ids[0] >= 0
         return ids[0][keep], sims[0][keep]
