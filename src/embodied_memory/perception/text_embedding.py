@@ -50,7 +50,7 @@ class MiniLMTextEmbedder:
         from sentence_transformers import SentenceTransformer
         self._model = SentenceTransformer(model_path, device=device)
         self._lock = threading.Lock()
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        self.dim = int(self._model.get_embedding_dimension())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
