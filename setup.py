@@ -9,6 +9,7 @@ PACKAGE = "embodied_memory"
 NODES = {
     "memory_node": "embodied_memory.nodes.memory_node:main",
     "observation_importer": "embodied_memory.nodes.observation_importer:main",
+    "query_agent_node": "embodied_memory.nodes.query_agent_node:main",
 }
 
 setup(

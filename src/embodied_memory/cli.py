@@ -3,6 +3,7 @@
     embodied-memory launch default            start the nodes of config/default.yaml
     embodied-memory check config/spot.yaml    validate a stack file, start nothing
     embodied-memory stats                     what the running memory holds
+    embodied-memory ask "Where did you last see my mug?"
     embodied-memory query TOOL '{"k": 3}'     call a retrieval tool of the running memory
     embodied-memory forget --identity person_0003
     embodied-memory name person_0003 "Alice"
@@ -76,6 +77,24 @@ def cmd_query(args) -> int:
     return 0
 
 
+def cmd_ask(args) -> int:
+    from embodied_memory_interfaces.srv import Ask
+    from .agent.answer import Answer, parse_time
+    from .nodes.common import to_time_msg
+    from .nodes.service_client import call_service
+    request = Ask.Request(question=args.question, planner=args.planner)
+    if args.as_of:
+        from zoneinfo import ZoneInfo
+        t = parse_time(args.as_of, 0.0, ZoneInfo("UTC"))
+        if t is None:
+            raise ConfigError(f"--as-of {args.as_of!r}: expected an ISO 8601 time")
+        request.as_of = to_time_msg(t)
+    msg = call_service(Ask, args.service, request, args.timeout).answer
+    answer = Answer(**json.loads(msg.json)) if msg.json else Answer(status=msg.status, text=msg.text, error=msg.error)
+    print(answer.to_json() if args.json else answer.summary())
+    return 0 if answer.status != "error" else 1
+
+
 def cmd_forget(args) -> int:
     from embodied_memory_interfaces.srv import Forget
     from .nodes.service_client import call_service
@@ -125,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("query", cmd_query, "call a retrieval tool of the running memory (memory query service)")
     p.add_argument("tool", help="e.g. semantic_observations, person_observations, persons_per_day")
     p.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    service_cmds.append(p)
+    p = add("ask", cmd_ask, "ask the running query agent a question (the Ask service)")
+    p.add_argument("question")
+    p.add_argument("--as-of", default="", help="answer as if asked at this ISO 8601 time")
+    p.add_argument("--planner", default="", choices=["", "auto", "llm", "rules", "full_context"],
+                   help="override the agent's configured planner")
+    p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    p.add_argument("--service", default="/agent/ask")
     service_cmds.append(p)
     p = add("forget", cmd_forget, "privacy and retention: delete an identity, old records or an episode")
     group = p.add_mutually_exclusive_group(required=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .agent.query_agent import AgentParams, check_timezone
+
 
 @dataclass(frozen=True)
 class StoreParams:
@@ -39,6 +41,7 @@ class StoreParams:
                 raise ValueError(f"{name}: must be > 0")
         if self.recency_horizon_hours <= 0:
             raise ValueError("recency_horizon_hours: must be > 0")
+        check_timezone(self.timezone)
         if self.text_embedder not in ("minilm", "hash"):
             raise ValueError(f"text_embedder: unknown '{self.text_embedder}' (minilm | hash)")
 
@@ -68,9 +71,19 @@ class ObservationImporterParams:
             raise ValueError("rate_hz: must be > 0")
 
 
+@dataclass(frozen=True)
+class QueryAgentNodeParams(AgentParams):
+    """Serves /agent/ask; reaches the memory through the memory node's query service."""
+
+    ask_service: str = "/agent/ask"
+    memory_query_service: str = "/memory/query"
+    memory_timeout_s: float = 10.0
+
+
 NODE_PARAMS: dict[str, type] = {
     "memory_node": MemoryNodeParams,
+    "query_agent_node": QueryAgentNodeParams,
     "observation_importer": ObservationImporterParams,
 }
 
-__all__ = ["NODE_PARAMS", "StoreParams", "MemoryNodeParams", "ObservationImporterParams"]
+__all__ = ["NODE_PARAMS", "StoreParams", "MemoryNodeParams", "ObservationImporterParams", "QueryAgentNodeParams"]

@@ -87,3 +87,24 @@ def observation_to_msg(obs: Observation) -> ObservationMsg:
             sm.face_box = [float(v) for v in s.face_box]
         msg.people.append(sm)
     return msg
+
+
+def answer_to_msg(answer) -> "AnswerMsg":
+    """agent.answer.Answer -> embodied_memory_interfaces/Answer (``json`` carries every field)."""
+    from embodied_memory_interfaces.msg import Answer as AnswerMsg
+    msg = AnswerMsg(status=answer.status, error=answer.error, type=answer.type, text=answer.text,
+                    binary=answer.binary, persons=list(answer.persons), waypoint_id=answer.waypoint,
+                    evidence_ids=list(answer.evidence), confidence=float(answer.confidence),
+                    tokens_in=int(answer.tokens_in), tokens_out=int(answer.tokens_out),
+                    tool_calls=int(answer.tool_calls), latency_s=float(answer.latency_s), json=answer.to_json())
+    if answer.position is not None:
+        msg.has_position = True
+        msg.position = Point(x=float(answer.position[0]), y=float(answer.position[1]), z=float(answer.position[2]))
+    if answer.orientation is not None:
+        msg.has_orientation, msg.orientation_yaw = True, float(answer.orientation)
+    if answer.time is not None:
+        msg.has_time, msg.time, msg.time_iso = True, to_time_msg(answer.time), answer.time_iso
+        msg.minutes_ago = float(answer.minutes_ago or 0.0)
+    if answer.duration_minutes is not None:
+        msg.has_duration, msg.duration_minutes = True, float(answer.duration_minutes)
+    return msg

@@ -800,6 +800,20 @@ class MemoryStore:
         grid = np.frombuffer(r["data"], dtype=np.int8).reshape(r["height"], r["width"])
         return {"grid": grid, "resolution": r["resolution"], "origin": (r["origin_x"], r["origin_y"])}
 
+    def waypoints(self) -> list[dict]:
+        """Every waypoint the robot recorded observations at: id, count, mean position, last visit."""
+        rows = self._conn().execute(
+            "SELECT waypoint_id, COUNT(*) AS n, AVG(x) AS x, AVG(y) AS y, MAX(t) AS last FROM observations "
+            "WHERE waypoint_id != '' GROUP BY waypoint_id ORDER BY waypoint_id")
+        return [{"waypoint": r["waypoint_id"], "observations": r["n"], "position": [round(r["x"], 2), round(r["y"], 2)],
+                 "last_visit": self.iso(r["last"])} for r in rows]
+
+    def people(self) -> list[dict]:
+        """Every stored identity with its display name and sighting count."""
+        return [{"person": i.identity_id, **({"name": i.display_name} if i.display_name else {}),
+                 "sightings": i.sightings, **({"last_seen": self.iso(i.last_seen)} if i.last_seen else {})}
+                for i in self.identities()]
+
     def recent_positions(self, limit: int) -> list[tuple[float, float, float, bool]]:
         """(x, y, z, has_person) of the newest ``limit`` observations (for map markers)."""
         rows = self._conn().execute("SELECT x, y, z, persons FROM observations ORDER BY t DESC LIMIT ?", (limit,))
@@ -834,7 +848,7 @@ class MemoryStore:
     QUERY_TOOLS = ("semantic_observations", "text_observations", "image_retrieval", "visual_similarity",
                    "observations_near", "observations_between", "observations_at", "waypoint_observations",
                    "person_observations", "persons_per_day", "daily_summary", "export_identity",
-                   "rules_for", "get_observation", "latest_observation")
+                   "rules_for", "get_observation", "latest_observation", "waypoints", "people")
 
     def call_tool(self, name: str, arguments: dict) -> Any:
         """Call a retrieval function by name with JSON arguments (the memory query service)."""

@@ -1,0 +1,1 @@
+"""Query agent: tools over the memory, planners (llm | rules | full_context), the typed answer."""

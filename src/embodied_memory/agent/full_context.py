@@ -1,0 +1,45 @@
+"""HUMEMBR's baseline: every description up to the question time in one prompt, one call."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Optional
+
+from ..llm.chat_client import ChatClient, ContextLengthExceeded, estimate_tokens
+from .answer import Answer, answer_from_model, extract_json_objects, no_answer
+from .prompts import FULL_CONTEXT
+from .tools import ToolBox
+
+
+def full_context_prompt(tools: ToolBox, now_iso: str, tz_name: str) -> tuple[str, list[str]]:
+    rows = tools.memory.call("observations_between", {"t_start": 0.0, "t_end": tools.now, "limit": 10_000_000})
+    lines = []
+    for r in rows:
+        hhmm = dt.datetime.fromtimestamp(r["t"], tz=tools.tz).strftime("%Y-%m-%d %H:%M")
+        lines.append(f"{r['id']} | {hhmm} | {r['position'][:2]} | {r.get('waypoint', '')} | "
+                     f"{','.join(r.get('persons', []))} | {r['description']}")
+    return FULL_CONTEXT.format(now=now_iso, tz=tz_name, observations="\n".join(lines)), [r["id"] for r in rows]
+
+
+class FullContextPlanner:
+    name = "full_context"
+
+    def __init__(self, client: Optional[ChatClient]):
+        self.client = client
+
+    def answer(self, question: str, tools: ToolBox, rules: list[dict], now_iso: str, tz_name: str) -> Answer:
+        system, _ids = full_context_prompt(tools, now_iso, tz_name)
+        if self.client is None:  # no endpoint: report what the prompt would cost
+            ans = no_answer("full_context needs an LLM endpoint (llm_base_url); tokens are estimated", self.name)
+            ans.tokens_in = estimate_tokens(system) + estimate_tokens(question)
+            return ans
+        try:
+            result = self.client.chat([{"role": "system", "content": system}, {"role": "user", "content": question}])
+        except ContextLengthExceeded as exc:
+            ans = no_answer(f"context length exceeded: {exc}", self.name)
+            ans.tokens_in = estimate_tokens(system)
+            return ans
+        objects = [o for o in extract_json_objects(result.content) if isinstance(o, dict)]
+        ans = (answer_from_model(objects[-1], tools.now, tools.tz, self.name) if objects
+               else Answer(text=result.content.strip(), planner=self.name, error="the model answered in prose"))
+        ans.tokens_in, ans.tokens_out = result.tokens_in, result.tokens_out
+        return ans

@@ -1,0 +1,75 @@
+"""query_agent_node: serves /agent/ask (embodied_memory_interfaces/Ask).
+
+The agent's tools reach the memory through the memory node's /memory/query service, so one
+process owns the store (and its vector index) while any number of agents ask.
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+from embodied_memory_interfaces.srv import Ask, QueryMemory
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+
+from ..agent.query_agent import AgentParams, QueryAgent
+from ..params import QueryAgentNodeParams
+from .common import from_time_msg, node_params, run_node
+from .conversions import answer_to_msg
+
+
+class MemoryServiceError(RuntimeError):
+    pass
+
+
+class RosMemoryClient:
+    """MemoryClient over the /memory/query service (safe to call from a service callback of a
+    multi-threaded executor: it waits on an event, not on the executor)."""
+
+    def __init__(self, node: Node, service: str, timeout_s: float):
+        self._client = node.create_client(QueryMemory, service, callback_group=ReentrantCallbackGroup())
+        self.service = service
+        self.timeout_s = timeout_s
+
+    def call(self, tool: str, arguments: dict):
+        if not self._client.wait_for_service(timeout_sec=self.timeout_s):
+            raise MemoryServiceError(f"memory service {self.service} is not available")
+        done = threading.Event()
+        future = self._client.call_async(QueryMemory.Request(tool=tool, arguments_json=json.dumps(arguments)))
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(self.timeout_s):
+            self._client.remove_pending_request(future)
+            raise MemoryServiceError(f"memory service {self.service} did not answer {tool} in {self.timeout_s} s")
+        response = future.result()
+        if not response.success:
+            raise MemoryServiceError(response.error)
+        return json.loads(response.result_json)
+
+
+class QueryAgentNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("query_agent", **kwargs)
+        self.params = node_params(self, QueryAgentNodeParams)
+        agent_params = AgentParams(**{k: getattr(self.params, k) for k in AgentParams.__dataclass_fields__})
+        memory = RosMemoryClient(self, self.params.memory_query_service, self.params.memory_timeout_s)
+        self.agent = QueryAgent(memory, agent_params)
+        self.create_service(Ask, self.params.ask_service, self._on_ask,
+                            callback_group=MutuallyExclusiveCallbackGroup())
+        mode = self.params.planner if self.params.planner != "auto" else ("llm" if self.agent.client else "rules")
+        self.get_logger().info(f"answering on {self.params.ask_service} with the {mode} planner")
+
+    def _on_ask(self, request, response):
+        as_of = from_time_msg(request.as_of) or None
+        answer = self.agent.ask(request.question, as_of=as_of, planner=request.planner)
+        self.get_logger().info(f"Q: {request.question!r} -> [{answer.status}] {answer.text[:80]!r} "
+                               f"({answer.planner}, {answer.tool_calls} calls, {answer.latency_s:.2f} s)")
+        response.answer = answer_to_msg(answer)
+        return response
+
+
+def main() -> None:
+    run_node(QueryAgentNode, threads=4)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Integration: the Ask service round-trips over DDS between processes (memory node, query
+agent node, and the `embodied-memory ask` CLI, each its own process)."""
+import json
+import os
+import subprocess
+
+import pytest
+from embodied_memory_interfaces.srv import Ask, GetMemoryStats
+from rclpy.node import Node
+
+from embodied_memory.nodes.common import to_time_msg
+from embodied_memory.records_io import observation_to_dict
+
+from rosutil import VENV_BIN, LaunchedStack, call, wait_until
+from store_fixtures import HOUR, T0, fixture_observations
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def stack(tmp_path):
+    export = tmp_path / "export.jsonl"
+    export.write_text("".join(json.dumps(observation_to_dict(o)) + "\n" for o in fixture_observations(tmp_path)))
+    path = tmp_path / "stack.yaml"
+    path.write_text(f"""nodes:
+  memory:
+    executable: memory_node
+    parameters: {{data_dir: "{tmp_path / 'store'}", image_dim: 16, face_dim: 8, reid_dim: 8}}
+  query_agent:
+    executable: query_agent_node
+    parameters: {{planner: rules}}
+  importer:
+    executable: observation_importer
+    required: false
+    parameters: {{input_path: "{export}"}}
+""")
+    launched = LaunchedStack(path, tmp_path / "launch.log")
+    yield launched
+    assert launched.stop() == 0, launched.log()
+
+
+def test_ask_service_between_processes(stack, ros_context):
+    node = Node("asker", context=ros_context)
+    wait_until(lambda: call(node, GetMemoryStats, "/memory/stats", GetMemoryStats.Request()).stats.observations == 6,
+               60, what="6 observations imported")
+    request = Ask.Request(question="Where did you last see the red mug?", as_of=to_time_msg(T0 + 27 * HOUR))
+    answer = call(node, Ask, "/agent/ask", request, timeout=60).answer
+    assert answer.status == "ok" and answer.type == "position" and answer.has_position
+    assert (answer.position.x, answer.position.y) == (1.0, 1.5) and answer.waypoint_id == "kitchen"
+    assert answer.has_time and answer.time_iso == "2026-03-11T10:00:00+00:00" and answer.tool_calls >= 1
+    assert json.loads(answer.json)["evidence"][0] == "o5"
+
+    proc = subprocess.run([str(VENV_BIN / "embodied-memory"), "ask", "Who was in the kitchen?", "--json",
+                           "--as-of", "2026-03-11T11:00:00+00:00"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"})
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed["persons"] == ["alice"] and printed["planner"] == "rules"
+    node.destroy_node()
