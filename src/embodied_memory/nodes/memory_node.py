@@ -34,7 +34,8 @@ class MemoryNode(Node):
         store_fields = StoreParams.__dataclass_fields__
         self.store = open_store(StoreParams(**{k: getattr(self.params, k) for k in store_fields}))
         self.get_logger().info(f"memory store ({self.params.backend}) at {self.store.data_dir}: "
-                               f"{self.store.stats()['observations']} observations")
+                               f"{self.store.observation_count()} observations")
+        threading.Thread(target=self.store.warm_up, name="index_warm_up", daemon=True).start()
         writes = MutuallyExclusiveCallbackGroup()
         reads = ReentrantCallbackGroup()
         self.create_subscription(ObservationMsg, self.params.observations_topic, self._on_observation,

@@ -79,7 +79,8 @@ class MemoryStore:
         conn = self._conn()
         conn.executescript(_SCHEMA)
         self._check_meta(conn)
-        self._indexes = self._open_indexes()
+        self._index_lock = threading.RLock()
+        self._indexes: dict[str, Any] = {}
         self._load_times()
 
     # -- connections ----------------------------------------------------------------------------
@@ -129,22 +130,30 @@ class MemoryStore:
         conn.execute("UPDATE meta SET value=? WHERE key='generation'", (str(gen),))
         return gen
 
-    def _open_indexes(self) -> dict[str, Any]:
-        indexes = {}
-        gen = self._generation()
-        for kind, column, dim in (("text", "text_emb", self.params.text_dim),
-                                  ("image", "image_emb", self.params.image_dim)):
+    VECTOR_KINDS = ("text", "image")
+
+    def _index(self, kind: str):
+        """The vector index of ``kind``, opened on first use (a time or person query never waits
+        for vectors; a restart answers its first query sooner)."""
+        index = self._indexes.get(kind)
+        if index is not None:
+            return index
+        with self._index_lock:
+            if kind in self._indexes:
+                return self._indexes[kind]
+            column, dim = {"text": ("text_emb", self.params.text_dim), "image": ("image_emb", self.params.image_dim)}[kind]
             if self.params.backend == "milvus":
                 uri = self.params.milvus_uri or str(self.data_dir / "milvus.db")
                 index = MilvusVectorIndex(uri, f"em_{kind}", dim)
             else:
                 index = FaissVectorIndex(self.data_dir / f"{kind}.faiss", dim,
                                          ivf_min_vectors=self.params.ivf_min_vectors)
-            total = self._conn().execute(
-                f"SELECT COUNT(*) FROM observations WHERE {column} IS NOT NULL").fetchone()[0]
-            index.open(gen, lambda after, c=column: self._vector_batches(c, after), total)
-            indexes[kind] = index
-        return indexes
+
+            def count_rows() -> int:
+                return self._conn().execute(f"SELECT COUNT(*) FROM observations WHERE {column} IS NOT NULL").fetchone()[0]
+            index.open(self._generation(), lambda after: self._vector_batches(column, after), count_rows)
+            self._indexes[kind] = index
+            return index
 
     def _vector_batches(self, column: str, after_id: int, batch: int = 20_000):
         conn = sqlite3.connect(self.db_path, timeout=30.0)
@@ -177,17 +186,19 @@ class MemoryStore:
             self.checkpoint()
             for index in self._indexes.values():
                 index.close()
+            self._indexes.clear()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
 
     def checkpoint(self) -> None:
-        """Snapshot the vector indexes (a restart then has nothing to re-add)."""
+        """Snapshot the open vector indexes (a restart then has nothing to re-add)."""
         max_id = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0]
         gen = self._generation()
-        for index in self._indexes.values():
-            index.checkpoint(max_id, gen)
+        with self._index_lock:
+            for index in self._indexes.values():
+                index.checkpoint(max_id, gen)
         self._inserted_since_checkpoint = 0
 
     # -- writing ----------------------------------------------------------------------------
@@ -342,10 +353,12 @@ class MemoryStore:
             new_ids = np.array(inserted_rows, dtype=np.int64)
             self._time_ids = np.concatenate([self._time_ids, new_ids])
             self._time_vals = np.concatenate([self._time_vals, np.array(inserted_times, dtype=np.float64)])
-        for kind, items in new_vectors.items():
-            if items:
-                self._indexes[kind].add(np.array([i for i, _ in items], dtype=np.int64),
-                                        np.stack([v for _, v in items]))
+        with self._index_lock:  # an index not open yet reads these rows from SQLite when it opens
+            for kind, items in new_vectors.items():
+                index = self._indexes.get(kind)
+                items = [(i, v) for i, v in items if i > getattr(index, "max_id", -1)]
+                if index is not None and items:
+                    index.add(np.array([i for i, _ in items], dtype=np.int64), np.stack([v for _, v in items]))
         self._inserted_since_checkpoint += len(stored)
         if self._inserted_since_checkpoint >= self.params.checkpoint_every:
             self.checkpoint()
@@ -394,10 +407,13 @@ class MemoryStore:
         return row[0]
 
     def _load_times(self) -> None:
-        """Row id -> time, in memory (ids only grow), so ranking needs no SQL per candidate."""
-        rows = self._conn().execute("SELECT id, t FROM observations ORDER BY id").fetchall()
-        self._time_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        self._time_vals = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        """Row id -> time, in memory (ids only grow), so ranking needs no SQL per candidate.
+        Read from the time index (small), not the table (embeddings make its rows large)."""
+        rows = self._conn().execute("SELECT id, t FROM observations INDEXED BY obs_t").fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        times = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        order = np.argsort(ids, kind="stable")
+        self._time_ids, self._time_vals = ids[order], times[order]
 
     def _times_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(times, known) for row ids; unknown = deleted since the index was written."""
@@ -416,7 +432,7 @@ class MemoryStore:
         costs the same for k=32 or k=2048); they are re-scored with the recency term.  The
         result equals a full scan whenever the n-th score is below a*(1 - lowest candidate
         similarity), i.e. whenever something is clearly similar to the query."""
-        index = self._indexes[kind]
+        index = self._index(kind)
         query_vec = _unit(np.asarray(query_vec, dtype=np.float32))
         if query_vec.shape != (index.dim,):
             raise StoreError(f"{kind} query has {query_vec.size} values, index dimension is {index.dim}")
@@ -702,8 +718,8 @@ class MemoryStore:
             gen = self._bump_generation(tx)
         if changed_text:
             ids = np.array([u[0] for u in changed_text], dtype=np.int64)
-            self._indexes["text"].remove(ids)
-            self._indexes["text"].add(ids, np.stack([_unit(v) for v in new_vecs]))
+            self._index("text").remove(ids)
+            self._index("text").add(ids, np.stack([_unit(v) for v in new_vecs]))
         counts["files_removed"] = self._remove_files(crops)
         self._checkpoint_generation(gen)
         log.info("forgot identity %s: %d sightings, %d files", identity, counts["sightings_removed"],
@@ -711,9 +727,16 @@ class MemoryStore:
         return {**counts, "identity_id": identity, "dry_run": False}
 
     def _checkpoint_generation(self, gen: int) -> None:
+        """After a delete: every index (opened if need be) is written with the new generation,
+        so none is mistaken for stale and rebuilt on the next start."""
         max_id = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0]
-        for index in self._indexes.values():
-            index.checkpoint(max_id, gen)
+        for kind in self.VECTOR_KINDS:
+            self._index(kind).checkpoint(max_id, gen)
+
+    def warm_up(self) -> None:
+        """Open every vector index now (a node calls this in the background after start)."""
+        for kind in self.VECTOR_KINDS:
+            self._index(kind)
 
     def _delete_observations(self, where: str, args: tuple, dry_run: bool) -> dict:
         conn = self._conn()
@@ -733,8 +756,8 @@ class MemoryStore:
                        "WHERE identity_id IS NOT NULL)")
             gen = self._bump_generation(tx)
         id_array = np.array(ids, dtype=np.int64)
-        for index in self._indexes.values():
-            index.remove(id_array)
+        for kind in self.VECTOR_KINDS:
+            self._index(kind).remove(id_array)
         self._load_times()
         counts["files_removed"] = self._remove_files(files + crops)
         self._checkpoint_generation(gen)
@@ -800,6 +823,9 @@ class MemoryStore:
         grid = np.frombuffer(r["data"], dtype=np.int8).reshape(r["height"], r["width"])
         return {"grid": grid, "resolution": r["resolution"], "origin": (r["origin_x"], r["origin_y"])}
 
+    def observation_count(self) -> int:
+        return len(self._time_ids)
+
     def waypoints(self) -> list[dict]:
         """Every waypoint the robot recorded observations at: id, count, mean position, last visit."""
         rows = self._conn().execute(
@@ -842,7 +868,7 @@ class MemoryStore:
                 "identities": count("SELECT COUNT(*) FROM identities"),
                 "rules": count("SELECT COUNT(*) FROM rules"),
                 "bytes_on_disk": size, "oldest": t[0], "newest": t[1],
-                "vectors": {k: i.count() for k, i in self._indexes.items()}}
+                "vectors": {k: self._index(k).count() for k in self.VECTOR_KINDS}}
 
     # -- the tool table ----------------------------------------------------------------------
     QUERY_TOOLS = ("semantic_observations", "text_observations", "image_retrieval", "visual_similarity",

@@ -18,7 +18,7 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Protocol
+from typing import Callable, Iterator, Optional, Protocol
 
 import numpy as np
 
@@ -67,9 +67,10 @@ class FaissVectorIndex:
         return "ivf" if isinstance(self._faiss.downcast_index(self._index), self._faiss.IndexIVF) else "flat"
 
     # -- persistence --------------------------------------------------------------------------
-    def open(self, generation: int, rows_after: "callable", total_rows: int) -> None:
+    def open(self, generation: int, rows_after: Callable[[int], Batches], count_rows: Callable[[], int]) -> None:
         """Load the snapshot if it matches ``generation``; else rebuild from ``rows_after(0)``.
-        Rows newer than the snapshot are added from ``rows_after(max_id)``."""
+        Rows newer than the snapshot are added from ``rows_after(max_id)``.  ``count_rows``
+        (a full count, slow on big stores) is only called for a rebuild."""
         loaded = False
         if self.path.exists() and self.meta_path.exists():
             try:
@@ -85,14 +86,17 @@ class FaissVectorIndex:
                                 self.path.name, meta.get("generation"), generation)
             except Exception as exc:  # noqa: BLE001 - any damage means rebuild
                 log.warning("%s is unreadable (%s): rebuilding from SQLite", self.path.name, exc)
-        elif total_rows:
-            log.warning("%s is missing: rebuilding from SQLite", self.path.name)
+        total_rows = None
         if not loaded:
+            total_rows = count_rows()
+            if total_rows and self.meta_path.exists() and not self.path.exists():
+                log.warning("%s is missing: rebuilding from SQLite", self.path.name)
+            elif total_rows and not self.path.exists():
+                log.info("building %s from SQLite (%d vectors)", self.path.name, total_rows)
             self._index = self._new_flat()
             self.max_id = 0
         self.generation = generation
-        added = self._add_batches(rows_after(self.max_id), total_rows if not loaded else None,
-                                  f"indexing {self.path.stem}")
+        added = self._add_batches(rows_after(self.max_id), total_rows, f"indexing {self.path.stem}")
         if not loaded or added:
             if self._index.ntotal >= self.ivf_min_vectors and self.kind == "flat":
                 self._rebuild_ivf(rows_after(0))
@@ -223,9 +227,10 @@ class MilvusVectorIndex:
         self._client.load_collection(collection)
         self._count = self._query_count()
 
-    def open(self, generation: int, rows_after, total_rows: int) -> None:
+    def open(self, generation: int, rows_after, count_rows) -> None:
         """Milvus is itself durable; add rows SQLite has that Milvus lacks (crash between the two)."""
         have = self._count
+        total_rows = count_rows()
         if have == total_rows:
             return
         log.warning("Milvus collection %s holds %d vectors, SQLite %d: resynchronising",
