@@ -10,6 +10,8 @@ NODES = {
     "memory_node": "embodied_memory.nodes.memory_node:main",
     "observation_importer": "embodied_memory.nodes.observation_importer:main",
     "query_agent_node": "embodied_memory.nodes.query_agent_node:main",
+    "frame_selector_node": "embodied_memory.nodes.frame_selector_node:main",
+    "perception_node": "embodied_memory.nodes.perception_node:main",
 }
 
 setup(

@@ -109,6 +109,32 @@ def cmd_serve_llm(args) -> int:
     return 0
 
 
+def cmd_replay(args) -> int:
+    from .ingest.bag_reader import BagError
+    from .nodes.replay import replay
+    remap = {}
+    for item in args.remap:
+        old, sep, new = item.partition(":=")
+        if not sep:
+            raise ConfigError(f"--remap {item!r}: expected FROM:=TO")
+        remap[old] = new
+    rate = 0.0 if args.rate in ("max", "0") else None
+    if rate is None:
+        try:
+            rate = float(args.rate.rstrip("x"))
+        except ValueError as exc:
+            raise ConfigError(f"--rate {args.rate!r}: a factor (1, 2, 0.5, 10x), 'max' or 'paced'") from exc
+    try:
+        report = replay(args.bag, rate=rate, paced=args.rate == "paced" or args.paced, window=args.window,
+                        topics=args.topics.split(",") if args.topics else None, remap=remap, clock=not args.no_clock,
+                        image_topic=args.image_topic, wait_subscribers_s=args.wait)
+    except BagError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(report.summary())
+    return 0
+
+
 def cmd_forget(args) -> int:
     from embodied_memory_interfaces.srv import Forget
     from .nodes.service_client import call_service
@@ -172,6 +198,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8081)
     p.add_argument("--ctx", type=int, default=8192, help="context length in tokens")
     p.add_argument("--threads", type=int, default=2)
+    p = add("replay", cmd_replay, "play a rosbag2 (sqlite3 or MCAP) into the live topics, with /clock")
+    p.add_argument("bag", help="bag directory or .mcap/.db3 file")
+    p.add_argument("--rate", default="1", help="1 (real time), N, 'max' (as fast as possible) or 'paced' "
+                                               "(as fast as the frame selector processes frames)")
+    p.add_argument("--paced", action="store_true", help="same as --rate paced")
+    p.add_argument("--window", type=int, default=3, help="paced: camera frames in flight")
+    p.add_argument("--topics", default="", help="comma-separated topics to play (default: all)")
+    p.add_argument("--remap", action="append", default=[], metavar="FROM:=TO", help="publish a topic under another name")
+    p.add_argument("--image-topic", default="/camera/color/image_raw/compressed",
+                   help="the camera topic (pacing, subscriber wait)")
+    p.add_argument("--no-clock", action="store_true", help="do not publish /clock")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for the camera topic's subscribers")
     p = add("forget", cmd_forget, "privacy and retention: delete an identity, old records or an episode")
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--identity", help="every sighting, embedding, crop and summary of this identity")

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .agent.query_agent import AgentParams, check_timezone
+from .ingest.offline import TopicParams
+from .ingest.selection import SelectionParams
+from .perception.pipeline import PerceptionParams
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class MemoryNodeParams(StoreParams):
     markers_period_s: float = 5.0
     markers_max: int = 2000
     map_frame: str = "map"
+    merges_topic: str = "/memory/identity_merges"
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,26 @@ class QueryAgentNodeParams(AgentParams):
     memory_timeout_s: float = 10.0
 
 
+@dataclass(frozen=True)
+class FrameSelectorNodeParams(SelectionParams, TopicParams):
+    """Synchronises camera + pose (+ depth, camera info, waypoint) and emits keyframes."""
+
+    keyframes_topic: str = "/memory/keyframes"
+    progress_topic: str = "/memory/frames_processed"   # replay --paced waits on it
+    episode_id: str = ""                               # "" = "run_<start time>"
+    flush_after_s: float = 3.0                         # no frame for this long: close the segment
+
+
+@dataclass(frozen=True)
+class PerceptionNodeParams(PerceptionParams):
+    keyframes_topic: str = "/memory/keyframes"
+    observations_topic: str = "/memory/observations"
+    merges_topic: str = "/memory/identity_merges"
+
+
 NODE_PARAMS: dict[str, type] = {
+    "frame_selector_node": FrameSelectorNodeParams,
+    "perception_node": PerceptionNodeParams,
     "memory_node": MemoryNodeParams,
     "query_agent_node": QueryAgentNodeParams,
     "observation_importer": ObservationImporterParams,

@@ -82,6 +82,22 @@ class Observation:
     people: list[PersonSighting] = field(default_factory=list)
 
 
+@dataclass
+class Keyframe:
+    """A camera frame kept by the frame selector (pixels decoded, BGR)."""
+
+    keyframe_id: str
+    stamp: float
+    episode_id: str
+    pose: Pose
+    image: np.ndarray
+    segment_id: int = 0
+    waypoint_id: str = ""
+    depth: Optional[np.ndarray] = None          # metres, float32, registered to image
+    intrinsics: Optional[tuple[float, float, float, float]] = None  # fx, fy, cx, cy
+    selection_score: float = 0.0
+
+
 @dataclass(frozen=True)
 class Episode:
     episode_id: str

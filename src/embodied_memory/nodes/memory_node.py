@@ -11,7 +11,7 @@ import json
 import threading
 from pathlib import Path
 
-from embodied_memory_interfaces.msg import MemoryStats
+from embodied_memory_interfaces.msg import IdentityMerge, MemoryStats
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from embodied_memory_interfaces.srv import Forget, GetMemoryStats, NameIdentity, QueryMemory
 from geometry_msgs.msg import Point
@@ -41,6 +41,8 @@ class MemoryNode(Node):
         self.create_subscription(ObservationMsg, self.params.observations_topic, self._on_observation,
                                  QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE),
                                  callback_group=writes)
+        self.create_subscription(IdentityMerge, self.params.merges_topic, self._on_merge,
+                                 QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)
         self.create_service(QueryMemory, "/memory/query", self._on_query, callback_group=reads)
         self.create_service(GetMemoryStats, "/memory/stats", self._on_stats, callback_group=reads)
         self.create_service(Forget, "/memory/forget", self._on_forget, callback_group=writes)
@@ -73,6 +75,11 @@ class MemoryNode(Node):
             self.get_logger().error(f"rejected observation {msg.observation_id!r}: {exc}")
             return
         self.stored += len(stored)
+        self._dirty.set()
+
+    def _on_merge(self, msg: IdentityMerge) -> None:
+        moved = self.store.merge_identities(msg.absorbed_id, msg.surviving_id)
+        self.get_logger().info(f"identity {msg.absorbed_id} merged into {msg.surviving_id} ({moved} sightings)")
         self._dirty.set()
 
     def _on_query(self, request, response):

@@ -646,6 +646,30 @@ class MemoryStore:
                 raise UnknownPersonError(f"unknown person {identity_id!r}")
             conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
 
+    def merge_identities(self, absorbed: str, survivor: str) -> int:
+        """Perception found two identities to be one person: relabel every sighting of
+        ``absorbed`` as ``survivor``; returns the number of sightings moved."""
+        if absorbed == survivor:
+            return 0
+        with self._transaction() as conn:
+            names = {r[0]: r[1] for r in conn.execute(
+                "SELECT identity_id, display_name FROM identities WHERE identity_id IN (?, ?)", (absorbed, survivor))}
+            if absorbed not in names:
+                return 0
+            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
+                         (survivor, names.get(absorbed, ""), time.time()))
+            if not names.get(survivor) and names.get(absorbed):
+                conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (names[absorbed], survivor))
+            moved = conn.execute("UPDATE sightings SET identity_id=? WHERE identity_id=?", (survivor, absorbed)).rowcount
+            for rid, persons in conn.execute("SELECT id, persons FROM observations WHERE id IN "
+                                             "(SELECT obs FROM sightings WHERE identity_id=?)", (survivor,)).fetchall():
+                ids = list(dict.fromkeys(survivor if p == absorbed else p for p in (persons or "").split(",") if p))
+                conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(ids), rid))
+            conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (absorbed, survivor))
+            conn.execute("DELETE FROM identities WHERE identity_id=?", (absorbed,))
+        log.info("merged identity %s into %s (%d sightings)", absorbed, survivor, moved)
+        return moved
+
     def export_identity(self, person: str, include_embeddings: bool = False) -> dict:
         """Everything stored about one identity (a subject-access export)."""
         identity = self.resolve_person(person)

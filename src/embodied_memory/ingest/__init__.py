@@ -1,0 +1,1 @@
+"""Ingest: bag replay, sensor synchronisation, keyframe selection."""

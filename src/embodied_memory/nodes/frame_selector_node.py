@@ -1,0 +1,131 @@
+"""frame_selector_node: camera + pose (+ depth, camera info, waypoint) -> /memory/keyframes.
+
+Image topic: sensor_msgs/CompressedImage when its name ends in "compressed", else Image.
+Pose: nav_msgs/Odometry on ``odom_topic``, or /tf (``base_frame`` child) when it is "".
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+from embodied_memory_interfaces.msg import Keyframe as KeyframeMsg
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+from std_msgs.msg import String, UInt64
+from tf2_msgs.msg import TFMessage
+
+from ..ingest.images import ImageDecodeError, decode_image_msg
+from ..ingest.selection import FrameSelector
+from ..ingest.sync import PoseBuffer, TimeBuffer, yaw_from_quaternion
+from ..params import FrameSelectorNodeParams
+from ..types import Pose
+from .common import from_time_msg, node_params, run_node
+from .conversions import pose_to_msg
+
+
+class FrameSelectorNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("frame_selector", **kwargs)
+        p = self.params = node_params(self, FrameSelectorNodeParams)
+        embed = None
+        if p.policy == "similarity":  # HUMEMBR's filter compares global image embeddings
+            from ..perception.image_embedding import MobileNetV2Embedder
+            embedder = MobileNetV2Embedder()
+            embed = lambda image: embedder.embed([image])[0]  # noqa: E731
+        self.selector = FrameSelector(p, embed)
+        self.episode = p.episode_id or datetime.now(timezone.utc).strftime("run_%Y%m%dT%H%M%S")
+        self.poses, self.depths = PoseBuffer(), TimeBuffer(max_items=30)
+        self.waypoint, self.camera_info = "", None
+        reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        compressed = p.image_topic.rstrip("/").endswith("compressed")
+        self.create_subscription(CompressedImage if compressed else Image, p.image_topic, self._on_image, reliable)
+        if p.odom_topic:
+            self.create_subscription(Odometry, p.odom_topic, self._on_odom, reliable)
+        else:
+            self.create_subscription(TFMessage, p.tf_topic, self._on_tf, reliable)
+        if p.waypoint_topic:
+            self.create_subscription(String, p.waypoint_topic, lambda m: setattr(self, "waypoint", m.data), reliable)
+        if p.depth_topic:
+            self.create_subscription(Image, p.depth_topic, lambda m: self.depths.add(from_time_msg(m.header.stamp), m),
+                                     qos_profile_sensor_data)
+        if p.camera_info_topic:
+            self.create_subscription(CameraInfo, p.camera_info_topic, lambda m: setattr(self, "camera_info", m), reliable)
+        self._pub = self.create_publisher(KeyframeMsg, p.keyframes_topic, reliable)
+        self._progress = self.create_publisher(UInt64, p.progress_topic, reliable)
+        self.frames = self.keyframes = self.no_pose = self.bad_images = 0
+        self._last_frame = None
+        self.create_timer(0.5, self._maybe_flush)
+        self.get_logger().info(f"episode {self.episode}: {p.policy} K={p.frames_per_segment} T={p.segment_s}s "
+                               f"from {p.image_topic}")
+
+    def _on_odom(self, msg: Odometry) -> None:
+        q, pos = msg.pose.pose.orientation, msg.pose.pose.position
+        pose = Pose(pos.x, pos.y, pos.z, yaw_from_quaternion(q.x, q.y, q.z, q.w), msg.header.frame_id or "odom")
+        if pose.is_finite():
+            self.poses.add(from_time_msg(msg.header.stamp), pose)
+
+    def _on_tf(self, msg: TFMessage) -> None:
+        for tf in msg.transforms:
+            if tf.child_frame_id == self.params.base_frame:
+                tr, q = tf.transform.translation, tf.transform.rotation
+                self.poses.add(from_time_msg(tf.header.stamp), Pose(tr.x, tr.y, tr.z,
+                                                                    yaw_from_quaternion(q.x, q.y, q.z, q.w),
+                                                                    tf.header.frame_id))
+
+    def _on_image(self, msg) -> None:
+        self.frames += 1
+        self._last_frame = time.monotonic()
+        try:
+            stamp = from_time_msg(msg.header.stamp)
+            pose = self.poses.at(stamp, self.params.pose_tolerance_s)
+            if pose is None:
+                self.no_pose += 1
+                if self.no_pose in (1, 10, 100) or self.no_pose % 1000 == 0:
+                    self.get_logger().warning(f"{self.no_pose} frames without a pose within "
+                                              f"{self.params.pose_tolerance_s}s (is {self.params.odom_topic or self.params.tf_topic} publishing?)")
+                return
+            image = decode_image_msg(msg)
+            self._emit(self.selector.push(stamp, image, (msg, pose, self.waypoint)))
+        except ImageDecodeError as exc:
+            self.bad_images += 1
+            self.get_logger().error(f"frame skipped: {exc}")
+        finally:
+            self._progress.publish(UInt64(data=self.frames))
+
+    def _emit(self, selected) -> None:
+        for sel in selected:
+            image_msg, pose, waypoint = sel.payload
+            stamp = from_time_msg(image_msg.header.stamp)
+            kf = KeyframeMsg(keyframe_id=f"{self.episode}/{image_msg.header.stamp.sec}.{image_msg.header.stamp.nanosec:09d}",
+                             waypoint_id=waypoint, episode_id=self.episode, segment_id=sel.segment_id,
+                             selection_policy=self.params.policy, selection_score=float(sel.score))
+            kf.header = image_msg.header
+            if isinstance(image_msg, CompressedImage):
+                kf.compressed_image = image_msg
+            else:
+                kf.image = image_msg
+            kf.pose = pose_to_msg(pose, stamp)
+            depth = self.depths.nearest(stamp, 0.1)
+            if depth is not None:
+                kf.has_depth, kf.depth = True, depth[1]
+            if self.camera_info is not None:
+                kf.camera_info = self.camera_info
+            self._pub.publish(kf)
+            self.keyframes += 1
+
+    def _maybe_flush(self) -> None:
+        if self._last_frame is not None and time.monotonic() - self._last_frame > self.params.flush_after_s:
+            self._emit(self.selector.flush())
+            self._last_frame = None
+            self.get_logger().info(f"{self.frames} frames -> {self.keyframes} keyframes "
+                                   f"({self.no_pose} without pose, {self.bad_images} undecodable)")
+
+
+def main() -> None:
+    run_node(FrameSelectorNode, threads=1)
+
+
+if __name__ == "__main__":
+    main()

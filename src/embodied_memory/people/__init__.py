@@ -1,0 +1,1 @@
+"""People: identities from face embeddings (online DBSCAN) and body re-ID association."""

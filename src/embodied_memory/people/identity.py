@@ -1,0 +1,188 @@
+"""Person identity: online DBSCAN over face embeddings, re-ID association for faceless
+sightings, merges when evidence joins two clusters, pseudonymous ids stable across restarts.
+
+HUMEMBR's two stages:
+1. Sightings with a face embedding are clustered with an incremental DBSCAN (cosine distance,
+   ``eps``, ``min_samples``).  A new point joins the cluster of its core neighbours; if its
+   neighbours belong to several clusters they are merged (the oldest id survives, the others
+   are reported so the memory can relabel them).  A point with no clustered neighbour opens a
+   new identity at once (tentative until it has ``min_samples`` points), so every sighting
+   with a face gets an id immediately.
+2. Sightings without a face are matched by body re-ID embedding to the nearest identity's
+   recent re-ID embeddings, accepted under ``reid_threshold`` (cosine distance).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IdentityParams:
+    eps: float = 0.52                 # HUMEMBR: face DBSCAN eps (cosine distance)
+    min_samples: int = 3              # HUMEMBR: k
+    reid_threshold: float = 0.25      # max cosine distance for a faceless re-ID match
+    reid_memory: int = 50             # re-ID embeddings kept per identity
+    max_face_points: int = 20000      # oldest face points are forgotten beyond this
+    id_prefix: str = "person_"
+
+
+@dataclass
+class Assignment:
+    identity_id: str                  # "" when unresolved
+    confidence: float
+    via: str                          # face | reid | none
+    merged: list[tuple[str, str]] = field(default_factory=list)  # (absorbed id, surviving id)
+
+
+def _unit(vec) -> np.ndarray:
+    v = np.asarray(vec, dtype=np.float32).reshape(-1)
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+class IdentityManager:
+    """Thread-safe; ``path`` (a directory) makes ids survive restarts."""
+
+    def __init__(self, params: IdentityParams = IdentityParams(), path: Optional[str | Path] = None):
+        self.params = params
+        self.path = Path(path).expanduser() if path else None
+        self._lock = threading.Lock()
+        self._faces = np.zeros((0, 0), dtype=np.float32)    # face embeddings (unit rows)
+        self._labels: list[int] = []                          # cluster per face point
+        self._clusters: dict[int, str] = {}                   # cluster -> identity id
+        self._reid: dict[str, list[np.ndarray]] = {}          # identity -> recent re-ID embeddings
+        self._next = 1
+        if self.path is not None:
+            self._load()
+
+    # -- persistence -----------------------------------------------------------------------
+    def _load(self) -> None:
+        state = self.path / "identities.json"
+        if not state.exists():
+            return
+        meta = json.loads(state.read_text())
+        data = np.load(self.path / "identities.npz")
+        self._faces = data["faces"].astype(np.float32)
+        self._labels = [int(x) for x in data["labels"]]
+        self._clusters = {int(k): v for k, v in meta["clusters"].items()}
+        self._next = int(meta["next"])
+        self._reid = {k: [np.asarray(v, np.float32) for v in vs] for k, vs in meta.get("reid", {}).items()}
+        log.info("loaded %d identities (%d face points) from %s", len(set(self._clusters.values())),
+                 len(self._labels), self.path)
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            self.path.mkdir(parents=True, exist_ok=True)
+            tmp = self.path / "identities.npz.tmp.npz"
+            np.savez(tmp, faces=self._faces, labels=np.asarray(self._labels, dtype=np.int64))
+            os.replace(tmp, self.path / "identities.npz")
+            meta = {"clusters": {str(k): v for k, v in self._clusters.items()}, "next": self._next,
+                    "reid": {k: [v.tolist() for v in vs] for k, vs in self._reid.items()}}
+            tmp_json = self.path / "identities.json.tmp"
+            tmp_json.write_text(json.dumps(meta))
+            os.replace(tmp_json, self.path / "identities.json")
+
+    # -- assignment --------------------------------------------------------------------------
+    @property
+    def identities(self) -> list[str]:
+        return sorted(set(self._clusters.values()))
+
+    def _new_identity(self) -> str:
+        ident = f"{self.params.id_prefix}{self._next:04d}"
+        self._next += 1
+        return ident
+
+    def assign(self, face_embedding=None, reid_embedding=None) -> Assignment:
+        with self._lock:
+            if face_embedding is not None and np.size(face_embedding):
+                result = self._assign_face(_unit(face_embedding))
+            elif reid_embedding is not None and np.size(reid_embedding):
+                result = self._assign_reid(_unit(reid_embedding))
+            else:
+                return Assignment("", 0.0, "none")
+            if reid_embedding is not None and np.size(reid_embedding) and result.identity_id:
+                bank = self._reid.setdefault(result.identity_id, [])
+                bank.append(_unit(reid_embedding))
+                del bank[:-self.params.reid_memory]
+            return result
+
+    def _assign_face(self, face: np.ndarray) -> Assignment:
+        p = self.params
+        if self._faces.size == 0:
+            self._faces = face[None, :]
+        else:
+            if face.shape[0] != self._faces.shape[1]:
+                raise ValueError(f"face embedding has {face.shape[0]} values, earlier ones {self._faces.shape[1]}")
+            self._faces = np.vstack([self._faces, face[None, :]])
+        distances = 1.0 - self._faces[:-1] @ face if len(self._faces) > 1 else np.zeros(0)
+        neighbours = np.flatnonzero(distances <= p.eps)
+        labels = np.asarray(self._labels, dtype=np.int64)
+        clusters = sorted({int(labels[i]) for i in neighbours if labels[i] >= 0})
+        merged: list[tuple[str, str]] = []
+        if not clusters:
+            cluster = max(self._clusters, default=-1) + 1
+            self._clusters[cluster] = self._new_identity()
+            # unclustered neighbours (there are none: every point gets a cluster) stay as they are
+        else:
+            # the oldest identity survives a merge
+            cluster = min(clusters, key=lambda c: self._clusters[c])
+            core = len(neighbours) + 1 >= p.min_samples
+            if core and len(clusters) > 1:
+                for other in clusters:
+                    if other == cluster:
+                        continue
+                    absorbed, survivor = self._clusters[other], self._clusters[cluster]
+                    if absorbed != survivor:
+                        merged.append((absorbed, survivor))
+                        self._reid.setdefault(survivor, []).extend(self._reid.pop(absorbed, []))
+                    labels[labels == other] = cluster
+                    del self._clusters[other]
+                self._labels = labels.tolist()
+            elif len(clusters) > 1:  # a border point between clusters joins the nearest one
+                nearest = neighbours[np.argmin(distances[neighbours])]
+                cluster = int(labels[nearest])
+        self._labels.append(cluster)
+        if len(self._labels) > p.max_face_points:
+            self._faces, self._labels = self._faces[-p.max_face_points:], self._labels[-p.max_face_points:]
+        ident = self._clusters[cluster]
+        confidence = float(1.0 - np.min(distances[neighbours])) if len(neighbours) else 0.5
+        for absorbed, survivor in merged:
+            log.info("identity %s merged into %s (a face joined both clusters)", absorbed, survivor)
+        return Assignment(ident, confidence, "face", merged)
+
+    def _assign_reid(self, reid: np.ndarray) -> Assignment:
+        best, best_dist = "", 2.0
+        for ident, bank in self._reid.items():
+            if not bank:
+                continue
+            dist = float(np.min(1.0 - np.stack(bank) @ reid))
+            if dist < best_dist:
+                best, best_dist = ident, dist
+        if best and best_dist <= self.params.reid_threshold:
+            return Assignment(best, 1.0 - best_dist, "reid")
+        return Assignment("", 0.0, "none")
+
+    def forget(self, identity_id: str) -> None:
+        """Drop an identity's face points and re-ID embeddings (privacy)."""
+        with self._lock:
+            clusters = [c for c, i in self._clusters.items() if i == identity_id]
+            if not clusters:
+                return
+            keep = [i for i, lab in enumerate(self._labels) if lab not in clusters]
+            self._faces = self._faces[keep] if keep else np.zeros((0, 0), np.float32)
+            self._labels = [self._labels[i] for i in keep]
+            for c in clusters:
+                del self._clusters[c]
+            self._reid.pop(identity_id, None)

@@ -1,0 +1,193 @@
+"""Perception: keyframes -> observations (embeddings, people with identities, description).
+
+Backends are chosen by name in :class:`PerceptionParams`; a GPU backend without weights fails
+at start-up with the parameter to set, never silently downgrading.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import cv2
+import numpy as np
+
+from ..people.identity import IdentityManager, IdentityParams
+from ..types import Keyframe, Observation, PersonSighting
+from .describer import DetectorDescriber, VLMDescriber
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PerceptionParams:
+    image_embedder: str = "mobilenetv2"     # mobilenetv2 | clip | none
+    clip_model: str = "ViT-B-32"
+    clip_weights: str = ""
+    person_detector: str = "hog"            # hog | yolo | none
+    hog_upscale: float = 1.6
+    yolo_weights: str = ""
+    face_backend: str = "yunet_sface"       # yunet_sface | insightface | none
+    insightface_root: str = ""
+    reid: str = "mobilenetv2"               # mobilenetv2 (appearance features) | none
+    describer: str = "detector"             # detector | vlm
+    describer_prompt: str = "object_centric"  # object_centric (LVMem) | caption (ReMEmbR)
+    vlm_base_url: str = ""
+    vlm_model: str = ""
+    vlm_api_key_env: str = "OPENAI_API_KEY"
+    text_embedder: str = "minilm"           # minilm | hash
+    identity_eps: float = 0.52
+    identity_min_samples: int = 3
+    reid_threshold: float = 0.25
+    data_dir: str = "~/.local/share/embodied_memory/default"   # images/ and identities/ go here
+    jpeg_quality: int = 90
+    device: str = "cuda"                    # for GPU backends
+
+    def validate(self) -> None:
+        choices = {"image_embedder": ("mobilenetv2", "clip", "none"), "person_detector": ("hog", "yolo", "none"),
+                   "face_backend": ("yunet_sface", "insightface", "none"), "reid": ("mobilenetv2", "none"),
+                   "describer": ("detector", "vlm"), "describer_prompt": ("object_centric", "caption"),
+                   "text_embedder": ("minilm", "hash")}
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"{key}: unknown '{getattr(self, key)}' ({' | '.join(allowed)})")
+        if self.describer == "vlm" and not self.vlm_base_url:
+            raise ValueError("describer 'vlm' needs vlm_base_url (an OpenAI-compatible endpoint serving a VLM)")
+
+
+def _inside(point: tuple[float, float], box) -> bool:
+    return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
+
+
+class Perception:
+    def __init__(self, params: PerceptionParams = PerceptionParams()):
+        self.params = p = params
+        self.data_dir = Path(p.data_dir).expanduser()
+        self.images_dir = self.data_dir / "images"
+        self.timings: dict[str, float] = defaultdict(float)
+        self.embedder = None
+        if p.image_embedder == "mobilenetv2" or p.reid == "mobilenetv2":
+            from .image_embedding import MobileNetV2Embedder
+            self._mobilenet = MobileNetV2Embedder()
+        if p.image_embedder == "mobilenetv2":
+            self.embedder = self._mobilenet
+        elif p.image_embedder == "clip":
+            from .image_embedding import ClipEmbedder
+            self.embedder = ClipEmbedder(p.clip_model, p.clip_weights, p.device)
+        self.detector = None
+        if p.person_detector == "hog":
+            from .person_detection import HogPersonDetector
+            self.detector = HogPersonDetector(upscale=p.hog_upscale)
+        elif p.person_detector == "yolo":
+            from .person_detection import YoloPersonDetector
+            self.detector = YoloPersonDetector(p.yolo_weights, device=p.device)
+        self.faces = None
+        if p.face_backend == "yunet_sface":
+            from .faces import YuNetSFace
+            self.faces = YuNetSFace()
+        elif p.face_backend == "insightface":
+            from .faces import InsightFaceBackend
+            self.faces = InsightFaceBackend(p.insightface_root)
+        self.reid = self._mobilenet if p.reid == "mobilenetv2" else None
+        self.describer = (VLMDescriber(p.vlm_base_url, p.vlm_model, p.describer_prompt, p.vlm_api_key_env)
+                          if p.describer == "vlm" else DetectorDescriber())
+        from .text_embedding import make_text_embedder
+        self.text_embedder = make_text_embedder(p.text_embedder, 384)
+        self.identities = IdentityManager(IdentityParams(p.identity_eps, p.identity_min_samples, p.reid_threshold),
+                                          self.data_dir / "identities")
+        self.merges: list[tuple[str, str]] = []  # identity merges not yet sent to the memory
+
+    @property
+    def image_dim(self) -> int:
+        return self.embedder.dim if self.embedder else 0
+
+    def _timed(self, stage: str, start: float) -> None:
+        self.timings[stage] += time.perf_counter() - start
+
+    def people_in(self, image: np.ndarray) -> list[PersonSighting]:
+        """Detect people and faces, embed them, give each an identity."""
+        start = time.perf_counter()
+        bodies = self.detector.detect(image) if self.detector else []
+        self._timed("person_detection", start)
+        start = time.perf_counter()
+        faces = self.faces.detect(image) if self.faces else []
+        self._timed("faces", start)
+        sightings: list[PersonSighting] = []
+        used_faces = set()
+        for body in bodies:
+            face_idx = next((i for i, f in enumerate(faces) if i not in used_faces and
+                             _inside(((f.box[0] + f.box[2]) / 2, (f.box[1] + f.box[3]) / 2), body.box)), None)
+            if face_idx is not None:
+                used_faces.add(face_idx)
+            sightings.append(PersonSighting(box=body.box, detection_score=body.score,
+                                            face_box=faces[face_idx].box if face_idx is not None else None,
+                                            face_embedding=faces[face_idx].embedding if face_idx is not None else None))
+        for i, face in enumerate(faces):  # a face without a detected body (close-ups, HOG misses)
+            if i not in used_faces:
+                x1, y1, x2, y2 = face.box
+                w, h = x2 - x1, y2 - y1
+                body = (max(0.0, x1 - w), y1, min(float(image.shape[1]), x2 + w), min(float(image.shape[0]), y2 + 6 * h))
+                sightings.append(PersonSighting(box=body, detection_score=face.score, face_box=face.box,
+                                                face_embedding=face.embedding))
+        start = time.perf_counter()
+        if self.reid is not None and sightings:
+            crops = []
+            for s in sightings:
+                x1, y1, x2, y2 = (int(round(v)) for v in s.box)
+                crop = image[max(0, y1):max(y1 + 1, y2), max(0, x1):max(x1 + 1, x2)]
+                crops.append(crop if crop.size else image)
+            for s, vec in zip(sightings, self.reid.embed(crops)):
+                s.reid_embedding = vec
+        self._timed("reid", start)
+        for s in sightings:
+            result = self.identities.assign(s.face_embedding, s.reid_embedding)
+            s.identity_id, s.identity_confidence = result.identity_id, result.confidence
+            self.merges.extend(result.merged)
+        return sightings
+
+    def process(self, keyframes: Sequence[Keyframe], describe_together: bool = False) -> list[Observation]:
+        """Observations for keyframes (one segment when ``describe_together``: one VLM call)."""
+        observations = []
+        for kf in keyframes:
+            people = self.people_in(kf.image)
+            start = time.perf_counter()
+            embedding = self.embedder.embed([kf.image])[0] if self.embedder else None
+            self._timed("global_embedding", start)
+            start = time.perf_counter()
+            path = self.images_dir / kf.episode_id.replace("/", "_") / f"{kf.keyframe_id.replace('/', '_')}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            cv2.imwrite(str(path), kf.image, [cv2.IMWRITE_JPEG_QUALITY, self.params.jpeg_quality])
+            self._timed("jpeg", start)
+            observations.append(Observation(
+                observation_id=kf.keyframe_id, stamp=kf.stamp, episode_id=kf.episode_id, pose=kf.pose,
+                keyframe_id=kf.keyframe_id, segment_id=kf.segment_id, waypoint_id=kf.waypoint_id,
+                image_path=str(path), global_embedding=embedding, people=people))
+        start = time.perf_counter()
+        groups = [list(zip(keyframes, observations))] if describe_together else \
+            [[(kf, obs)] for kf, obs in zip(keyframes, observations)]
+        for group in groups:
+            detections = {"people": max((len(o.people) for _, o in group), default=0),
+                          "faces": max((sum(1 for s in o.people if s.face_box) for _, o in group), default=0),
+                          "identities": [s.identity_id for _, o in group for s in o.people],
+                          "waypoint": group[0][0].waypoint_id}
+            text, structured = self.describer.describe([kf.image for kf, _ in group], detections)
+            for _, obs in group:
+                obs.description, obs.description_json = text, structured
+        self._timed("describe", start)
+        start = time.perf_counter()
+        if observations:
+            vectors = self.text_embedder.embed([o.description for o in observations])
+            for obs, vec in zip(observations, vectors):
+                obs.text_embedding = vec
+        self._timed("text_embedding", start)
+        return observations
+
+    def take_merges(self) -> list[tuple[str, str]]:
+        merges, self.merges = self.merges, []
+        return merges
+
+    def close(self) -> None:
+        self.identities.save()

@@ -1,0 +1,87 @@
+"""Person identity: real faces cluster into the right identities; merges; restarts."""
+import glob
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from embodied_memory.people.identity import IdentityManager, IdentityParams
+
+from conftest import shared_data
+
+
+@pytest.fixture(scope="module")
+def faces():
+    from embodied_memory.perception.faces import YuNetSFace
+    return YuNetSFace()
+
+
+def test_labelled_faces_cluster_into_the_right_identities(faces, tmp_path):
+    root = shared_data("faces", "face_recognition_knn")
+    manager = IdentityManager(path=tmp_path / "ids")
+    truth_to_ids = defaultdict(list)
+    for path in sorted(glob.glob(str(root / "train" / "*" / "*"))):
+        found = faces.detect(cv2.imread(path))
+        assert len(found) == 1, path
+        truth_to_ids[Path(path).parent.name].append(manager.assign(found[0].embedding).identity_id)
+    for name, label in (("alex_lacamoire1.jpg", "alex_lacamoire"), ("johnsnow_test1.jpg", "kit_harington"),
+                        ("obama1.jpg", "obama")):
+        found = faces.detect(cv2.imread(str(root / "test" / name)))
+        truth_to_ids[label].append(manager.assign(found[0].embedding).identity_id)
+    # purity: each identity holds one person; coverage: each person's photos share one identity
+    id_to_truth = defaultdict(set)
+    for truth, ids in truth_to_ids.items():
+        for i in ids:
+            id_to_truth[i].add(truth)
+    purity = sum(len(t) == 1 for t in id_to_truth.values()) / len(id_to_truth)
+    coverage = sum(Counter(ids).most_common(1)[0][1] for ids in truth_to_ids.values()) / sum(
+        len(ids) for ids in truth_to_ids.values())
+    print(f"face identities: purity {purity:.2f}, coverage {coverage:.2f}, {len(id_to_truth)} identities for "
+          f"{len(truth_to_ids)} people")
+    assert purity == 1.0 and coverage == 1.0 and len(id_to_truth) == 5
+
+    # the two-person photo: Obama and Biden get their own identities (a third face, a child
+    # at the edge of the photo, is somebody new)
+    found = faces.detect(cv2.imread(str(root / "test" / "obama_and_biden.jpg")))
+    ids = [manager.assign(f.embedding).identity_id for f in sorted(found, key=lambda f: f.box[0])]
+    assert ids[0] == truth_to_ids["biden"][0] and ids[1] == truth_to_ids["obama"][0]
+    assert len(set(ids[:2])) == 2 and ids[2] not in sum(truth_to_ids.values(), [])
+
+    # ids survive a restart
+    manager.save()
+    again = IdentityManager(path=tmp_path / "ids")
+    obama = faces.detect(cv2.imread(str(root / "train" / "obama" / "obama2.jpg")))[0]
+    assert again.assign(obama.embedding).identity_id == truth_to_ids["obama"][0]
+    newcomer = again.assign(np.random.default_rng(3).normal(size=128))
+    assert newcomer.identity_id == "person_0007"
+
+
+def unit(v):
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_a_bridging_face_merges_two_clusters():
+    manager = IdentityManager(IdentityParams(eps=0.3, min_samples=3))
+    a = unit([1, 0, 0, 0])
+    b = unit([0.6, 0.8, 0, 0])           # cos(a, b) = 0.6: two identities
+    first = [manager.assign(a).identity_id for _ in range(2)]
+    second = [manager.assign(b).identity_id for _ in range(2)]
+    assert first[0] != second[0]
+    bridge = manager.assign(unit([0.9, 0.45, 0, 0]))   # close to both (cos 0.89 and 0.9)
+    assert bridge.merged == [(second[0], first[0])] and bridge.identity_id == first[0]
+    assert manager.assign(b).identity_id == first[0]
+    assert manager.identities == [first[0]]
+
+
+def test_faceless_sightings_use_reid_under_a_threshold():
+    manager = IdentityManager(IdentityParams(reid_threshold=0.2))
+    body = unit([1, 1, 0, 0])
+    ident = manager.assign(unit([1, 0, 0]), reid_embedding=body).identity_id
+    assert manager.assign(None, reid_embedding=unit([1, 0.9, 0.05, 0])).identity_id == ident
+    far = manager.assign(None, reid_embedding=unit([0, 0, 1, 1]))
+    assert far.identity_id == "" and far.via == "none"
+    manager.forget(ident)
+    assert manager.assign(None, reid_embedding=body).identity_id == ""
