@@ -118,7 +118,7 @@ def cmd_replay(args) -> int:
         if not sep:
             raise ConfigError(f"--remap {item!r}: expected FROM:=TO")
         remap[old] = new
-    rate = 0.0 if args.rate in ("max", "0") else None
+    rate = 0.0 if args.rate in ("max", "0", "paced") else None
     if rate is None:
         try:
             rate = float(args.rate.rstrip("x"))

@@ -108,7 +108,7 @@ class FrameSelector:
     def segment_of(self, stamp: float) -> int:
         if self._segment_start is None:
             self._segment_start = stamp
-        return int((stamp - self._segment_start) // self.params.segment_s)
+        return int((stamp - self._segment_start + 1e-6) // self.params.segment_s)  # 1 us: float noise
 
     def _close_segment(self) -> list[Selected]:
         if self.params.policy == "psfr":
@@ -145,7 +145,7 @@ class FrameSelector:
         else:  # uniform
             offset = stamp - (self._segment_start + segment * p.segment_s)
             slot_len = p.segment_s / p.frames_per_segment
-            slot = min(int(offset // slot_len), p.frames_per_segment - 1)
+            slot = min(int((offset + 1e-6) // slot_len), p.frames_per_segment - 1)
             distance = abs(offset - (slot + 0.5) * slot_len)
             if slot not in self._slots or distance < self._slots[slot][0]:
                 self._slots[slot] = (distance, Selected(stamp, segment, 0.0, payload))

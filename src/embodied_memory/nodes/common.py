@@ -7,7 +7,7 @@ from typing import Callable, TypeVar
 
 import rclpy
 from builtin_interfaces.msg import Time
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
 from ..config import ConfigError, parse_params
@@ -32,6 +32,16 @@ def to_time_msg(t: float) -> Time:
     return Time(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
 
 
+# keyframes survive a perception restart or late start: the publisher keeps the last ones
+KEYFRAME_QOS_DEPTH = 200
+
+
+def keyframe_qos():
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    return QoSProfile(depth=KEYFRAME_QOS_DEPTH, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
 def from_time_msg(msg: Time) -> float:
     return msg.sec + msg.nanosec * 1e-9
 
@@ -43,7 +53,7 @@ def run_node(make: Callable[[], Node], threads: int = 2) -> None:
     code = 0
     try:
         node = make()
-        executor = MultiThreadedExecutor(num_threads=threads)
+        executor = MultiThreadedExecutor(num_threads=threads) if threads > 1 else SingleThreadedExecutor()
         executor.add_node(node)
         # a node that has a natural end sets node.exit_code (an importer, a one-shot tool)
         while rclpy.ok() and getattr(node, "exit_code", None) is None:

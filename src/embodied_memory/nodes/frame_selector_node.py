@@ -6,6 +6,7 @@ Pose: nav_msgs/Odometry on ``odom_topic``, or /tf (``base_frame`` child) when it
 from __future__ import annotations
 
 import time
+from collections import deque
 from datetime import datetime, timezone
 
 from embodied_memory_interfaces.msg import Keyframe as KeyframeMsg
@@ -21,7 +22,7 @@ from ..ingest.selection import FrameSelector
 from ..ingest.sync import PoseBuffer, TimeBuffer, yaw_from_quaternion
 from ..params import FrameSelectorNodeParams
 from ..types import Pose
-from .common import from_time_msg, node_params, run_node
+from .common import from_time_msg, keyframe_qos, node_params, run_node
 from .conversions import pose_to_msg
 
 
@@ -52,9 +53,10 @@ class FrameSelectorNode(Node):
                                      qos_profile_sensor_data)
         if p.camera_info_topic:
             self.create_subscription(CameraInfo, p.camera_info_topic, lambda m: setattr(self, "camera_info", m), reliable)
-        self._pub = self.create_publisher(KeyframeMsg, p.keyframes_topic, reliable)
+        self._pub = self.create_publisher(KeyframeMsg, p.keyframes_topic, keyframe_qos())
         self._progress = self.create_publisher(UInt64, p.progress_topic, reliable)
-        self.frames = self.keyframes = self.no_pose = self.bad_images = 0
+        self.frames = self.processed = self.keyframes = self.no_pose = self.bad_images = 0
+        self._pending: deque = deque(maxlen=50)
         self._last_frame = None
         self.create_timer(0.5, self._maybe_flush)
         self.get_logger().info(f"episode {self.episode}: {p.policy} K={p.frames_per_segment} T={p.segment_s}s "
@@ -65,6 +67,18 @@ class FrameSelectorNode(Node):
         pose = Pose(pos.x, pos.y, pos.z, yaw_from_quaternion(q.x, q.y, q.z, q.w), msg.header.frame_id or "odom")
         if pose.is_finite():
             self.poses.add(from_time_msg(msg.header.stamp), pose)
+            self._retry_pending()
+
+    def _retry_pending(self) -> None:
+        """Frames that arrived before their pose (topics are not ordered across writers)."""
+        latest = self.poses.latest()
+        while self._pending:
+            stamp, msg, waypoint = self._pending[0]
+            pose = self.poses.at(stamp, self.params.pose_tolerance_s)
+            if pose is None and latest is not None and latest[0] < stamp + self.params.pose_tolerance_s:
+                return  # its pose may still come
+            self._pending.popleft()
+            self._select(stamp, msg, pose, waypoint)
 
     def _on_tf(self, msg: TFMessage) -> None:
         for tf in msg.transforms:
@@ -73,13 +87,23 @@ class FrameSelectorNode(Node):
                 self.poses.add(from_time_msg(tf.header.stamp), Pose(tr.x, tr.y, tr.z,
                                                                     yaw_from_quaternion(q.x, q.y, q.z, q.w),
                                                                     tf.header.frame_id))
+                self._retry_pending()
 
     def _on_image(self, msg) -> None:
         self.frames += 1
         self._last_frame = time.monotonic()
+        stamp = from_time_msg(msg.header.stamp)
+        pose = self.poses.at(stamp, self.params.pose_tolerance_s)
+        latest = self.poses.latest()
+        if pose is None and (latest is None or latest[0] < stamp + self.params.pose_tolerance_s) \
+                and len(self._pending) < self._pending.maxlen:
+            self._pending.append((stamp, msg, self.waypoint))  # wait for the pose a little
+        else:
+            self._retry_pending()
+            self._select(stamp, msg, pose, self.waypoint)
+
+    def _select(self, stamp: float, msg, pose, waypoint: str) -> None:
         try:
-            stamp = from_time_msg(msg.header.stamp)
-            pose = self.poses.at(stamp, self.params.pose_tolerance_s)
             if pose is None:
                 self.no_pose += 1
                 if self.no_pose in (1, 10, 100) or self.no_pose % 1000 == 0:
@@ -87,12 +111,13 @@ class FrameSelectorNode(Node):
                                               f"{self.params.pose_tolerance_s}s (is {self.params.odom_topic or self.params.tf_topic} publishing?)")
                 return
             image = decode_image_msg(msg)
-            self._emit(self.selector.push(stamp, image, (msg, pose, self.waypoint)))
+            self._emit(self.selector.push(stamp, image, (msg, pose, waypoint)))
         except ImageDecodeError as exc:
             self.bad_images += 1
             self.get_logger().error(f"frame skipped: {exc}")
         finally:
-            self._progress.publish(UInt64(data=self.frames))
+            self.processed += 1
+            self._progress.publish(UInt64(data=self.processed))
 
     def _emit(self, selected) -> None:
         for sel in selected:
@@ -117,6 +142,9 @@ class FrameSelectorNode(Node):
 
     def _maybe_flush(self) -> None:
         if self._last_frame is not None and time.monotonic() - self._last_frame > self.params.flush_after_s:
+            while self._pending:  # end of stream: no pose will come for these
+                stamp, msg, waypoint = self._pending.popleft()
+                self._select(stamp, msg, self.poses.at(stamp, self.params.pose_tolerance_s), waypoint)
             self._emit(self.selector.flush())
             self._last_frame = None
             self.get_logger().info(f"{self.frames} frames -> {self.keyframes} keyframes "

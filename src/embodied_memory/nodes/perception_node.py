@@ -13,7 +13,7 @@ from ..ingest.images import ImageDecodeError, decode_image_msg
 from ..params import PerceptionNodeParams
 from ..perception.pipeline import Perception, PerceptionParams
 from ..types import Keyframe
-from .common import from_time_msg, node_params, run_node
+from .common import from_time_msg, keyframe_qos, node_params, run_node
 from .conversions import observation_to_msg, pose_from_msg
 
 
@@ -26,7 +26,7 @@ class PerceptionNode(Node):
         reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         self._obs_pub = self.create_publisher(ObservationMsg, self.params.observations_topic, reliable)
         self._merge_pub = self.create_publisher(IdentityMerge, self.params.merges_topic, reliable)
-        self.create_subscription(KeyframeMsg, self.params.keyframes_topic, self._on_keyframe, reliable)
+        self.create_subscription(KeyframeMsg, self.params.keyframes_topic, self._on_keyframe, keyframe_qos())
         self.processed = 0
         self.get_logger().info(f"perception: {self.perception.describer.name} describer, "
                                f"{self.params.person_detector} people, {self.params.face_backend} faces")

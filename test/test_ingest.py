@@ -1,0 +1,97 @@
+"""Bags in and out, bad input, and the whole ingest as a library call on a real-image bag."""
+import numpy as np
+import pytest
+
+from embodied_memory.ingest.bag_reader import Bag, BagError
+from embodied_memory.ingest.bag_writer import BagWriter
+from embodied_memory.ingest.images import ImageDecodeError, decode_depth, decode_raw
+from embodied_memory.ingest.offline import TopicParams, ingest_bag
+from embodied_memory.ingest.selection import SelectionParams
+from embodied_memory.params import StoreParams
+from embodied_memory.perception.pipeline import Perception, PerceptionParams
+from embodied_memory.store import open_store
+
+from bags import T_START, people_and_faces_bag
+
+
+def small_bag(path, frames=20, storage="mcap"):
+    with BagWriter(path, storage=storage) as bag:
+        for i in range(frames):
+            image = np.full((48, 64, 3), i * 10 % 255, np.uint8)
+            bag.frame(T_START + i * 0.1, image, i * 0.1, 0.0, 0.0, depth=np.full((48, 64), 1.5, np.float32),
+                      waypoint="dock")
+    return path
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_written_bags_read_back(tmp_path, storage):
+    small_bag(tmp_path / "b", storage=storage)
+    with Bag(tmp_path / "b") as bag:
+        topics = bag.topics
+        assert topics["/camera/color/image_raw/compressed"].count == 20 and topics["/tf"].count == 20
+        assert topics["/camera/depth/image_raw"].msgtype == "sensor_msgs/msg/Image"
+        assert abs(bag.duration_s - 1.9) < 1e-6
+        depth = next(bag.deserialize(m) for m in bag.messages(["/camera/depth/image_raw"]))
+        assert np.allclose(decode_depth(depth.encoding, depth.height, depth.width, depth.step, depth.data), 1.5)
+
+
+def test_corrupt_truncated_and_missing(tmp_path):
+    small_bag(tmp_path / "b")
+    mcap = next((tmp_path / "b").glob("*.mcap"))
+    data = mcap.read_bytes()
+    mcap.write_bytes(data[: len(data) // 2])            # truncated mid-file
+    with pytest.raises(BagError, match="corrupt or truncated|cannot open"):
+        with Bag(tmp_path / "b") as bag:
+            list(bag.messages())
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "metadata.yaml").write_text("not: a bag")
+    with pytest.raises(BagError, match="cannot open as rosbag2"):
+        Bag(tmp_path / "junk").__enter__()
+    with pytest.raises(BagError, match="no such bag"):
+        Bag(tmp_path / "absent")
+    small_bag(tmp_path / "ok")
+    with Bag(tmp_path / "ok") as bag:
+        with pytest.raises(BagError, match="/front/image not in the bag; it has: .*/odom"):
+            bag.check_topics(["/front/image"], required=["/front/image"])
+
+
+def test_image_encodings():
+    rgb = np.zeros((2, 3, 3), np.uint8)
+    rgb[..., 0] = 255
+    assert decode_raw("rgb8", 2, 3, 9, rgb.tobytes())[0, 0].tolist() == [0, 0, 255]  # -> BGR
+    with pytest.raises(ImageDecodeError, match="yuv422"):
+        decode_raw("yuv422", 2, 3, 6, bytes(12))
+    with pytest.raises(ImageDecodeError, match="does not match"):
+        decode_raw("bgr8", 20, 30, 90, bytes(10))
+
+
+def test_nan_poses_are_skipped_not_stored(tmp_path):
+    with BagWriter(tmp_path / "nan") as bag:
+        for i in range(10):
+            bag.frame(T_START + i * 0.1, np.zeros((48, 64, 3), np.uint8), float("nan") if i < 5 else 1.0, 0.0, 0.0)
+    store = open_store(StoreParams(data_dir=str(tmp_path / "s"), text_embedder="hash", image_dim=1280))
+    perception = Perception(PerceptionParams(data_dir=str(tmp_path / "s"), text_embedder="hash",
+                                             person_detector="none", face_backend="none"))
+    report = ingest_bag(str(tmp_path / "nan"), store, perception, progress=False,
+                        selection=SelectionParams(policy="uniform", segment_s=0.5, frames_per_segment=5))
+    assert report.frames == 10 and report.skipped_no_pose == 5 and report.stored == 5
+    assert all(o["position"][0] == 1.0 for o in store.observations_between(0, 1e12))
+
+
+def test_library_ingest_of_a_real_image_bag(tmp_path):
+    info = people_and_faces_bag(tmp_path / "bag")
+    store = open_store(StoreParams(data_dir=str(tmp_path / "store"), text_embedder="minilm", image_dim=1280))
+    perception = Perception(PerceptionParams(data_dir=str(tmp_path / "store")))
+    report = ingest_bag(str(tmp_path / "bag"), store, perception, progress=False,
+                        selection=SelectionParams(policy="psfr", segment_s=3.0, frames_per_segment=2))
+    print(report.summary())
+    assert report.frames == info["frames"] and report.keyframes == report.stored == 10
+    people = {p["person"]: p["sightings"] for p in store.people()}
+    assert len(people) == 2  # Obama (two photos) and Biden; vtest faces are too small for YuNet
+    office = store.waypoint_observations("office")
+    assert office and office[0]["persons"] and "identified" in office[0]["description"]
+    obama = office[0]["persons"][0]
+    assert {r["waypoint"] for r in store.person_observations(obama)} == {"office", "kitchen"}
+    lobby = store.waypoint_observations("lobby")
+    assert len(lobby) == 4 and all("people visible" in r["description"] for r in lobby)
+    assert store.stats()["person_sightings"] >= 10

@@ -1,0 +1,84 @@
+"""Perception on real images, describers, and clear errors for missing weights."""
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from embodied_memory.perception.describer import DetectorDescriber, VLMDescriber, flatten_object_centric
+from embodied_memory.perception.pipeline import Perception, PerceptionParams
+from embodied_memory.perception.weights import MissingWeightsError
+from embodied_memory.types import Keyframe, Pose
+
+from conftest import shared_data
+from scripted_llm import ScriptedLLM, content
+
+
+def test_hog_finds_the_pedestrians_of_vtest():
+    from embodied_memory.perception.person_detection import HogPersonDetector
+    capture = cv2.VideoCapture(str(shared_data("video", "vtest.avi")))
+    detector = HogPersonDetector()
+    counts = []
+    for i in range(0, 200, 40):
+        capture.set(cv2.CAP_PROP_POS_FRAMES, i)
+        ok, frame = capture.read()
+        counts.append(len(detector.detect(frame)))
+    print("people per vtest frame:", counts)
+    assert min(counts) >= 2 and np.mean(counts) >= 4  # ~8 people walk in view; HOG finds most
+
+
+def test_pipeline_on_a_face_photo(tmp_path):
+    image = cv2.imread(str(shared_data("faces", "face_recognition_knn", "test", "obama_and_biden.jpg")))
+    perception = Perception(PerceptionParams(data_dir=str(tmp_path), text_embedder="hash"))
+    kf = Keyframe("ep/1", 1_800_000_000.0, "ep", Pose(1.0, 2.0), cv2.resize(image, (1000, 714)),
+                  waypoint_id="stage")
+    [obs] = perception.process([kf])
+    identities = [s.identity_id for s in obs.people if s.face_box]
+    assert len(identities) == 3 and len(set(identities)) == 3  # Obama, Biden, a child at the edge
+    assert obs.global_embedding.shape == (1280,) and abs(np.linalg.norm(obs.global_embedding) - 1) < 1e-4
+    assert all(s.reid_embedding is not None for s in obs.people)
+    assert "identified: person_0001" in obs.description and obs.description.endswith("at stage.")
+    assert cv2.imread(obs.image_path).shape == (714, 1000, 3)
+    assert obs.text_embedding.shape == (384,)
+
+
+def test_detector_description_is_positive_only():
+    text, _ = DetectorDescriber().describe([], {"people": 0, "faces": 0, "identities": [], "waypoint": "kitchen"})
+    assert text == "Robot camera view at kitchen." and "no" not in text.lower().split()
+
+
+def test_object_centric_flattening():
+    data = {"scene": "office, indoor", "objects": [{"noun": "mug", "color": "red", "count": 2},
+                                                   {"noun": "object", "color": "blue", "count": 1},
+                                                   {"noun": "laptop", "color": "magenta", "count": 1}],
+            "people": [{"activity": "typing", "clothing": "a green sweater"}], "text": ["EXIT"], "weather": None}
+    prose = flatten_object_centric(data)
+    assert prose == ('office, indoor. 2 red mugs, a laptop. A person in a green sweater typing. Text: "EXIT".')
+    long = flatten_object_centric({"objects": [{"noun": f"thing{i}", "count": 1} for i in range(200)]})
+    assert len(long.split()) <= 111
+
+
+def test_vlm_describer_over_an_openai_compatible_endpoint():
+    reply = '```json\n{"scene": "kitchen", "objects": [{"noun": "kettle", "color": "silver", "count": 1}]}\n```'
+    with ScriptedLLM([content(reply)]) as llm:
+        describer = VLMDescriber(llm.base_url, "vlm")
+        text, structured = describer.describe([np.zeros((960, 1280, 3), np.uint8)], {})
+    assert text == "kitchen. A silver kettle." and json.loads(structured)["scene"] == "kitchen"
+    parts = llm.requests[0]["messages"][0]["content"]
+    assert parts[0]["type"] == "text" and "palette" not in parts[0]["text"] and "silver" in parts[0]["text"]
+    assert parts[1]["image_url"]["detail"] == "low"
+
+
+@pytest.mark.parametrize("params, parameter", [
+    (dict(image_embedder="clip"), "clip_weights"),
+    (dict(person_detector="yolo", image_embedder="none", reid="none"), "yolo_weights"),
+    (dict(face_backend="insightface", image_embedder="none", reid="none", person_detector="none"), "insightface_root"),
+])
+def test_gpu_backends_without_weights_name_the_parameter(params, parameter, tmp_path):
+    with pytest.raises(MissingWeightsError, match=parameter):
+        Perception(PerceptionParams(data_dir=str(tmp_path), text_embedder="hash", **params))
+
+
+def test_vlm_describer_requires_an_endpoint():
+    with pytest.raises(ValueError, match="vlm_base_url"):
+        PerceptionParams(describer="vlm").validate()
