@@ -135,6 +135,11 @@ def cmd_replay(args) -> int:
     return 0
 
 
+def cmd_demo(args) -> int:
+    from .sim.demo import run_demo
+    return run_demo(seed=args.seed, work_dir=args.data_dir)
+
+
 def cmd_forget(args) -> int:
     from embodied_memory_interfaces.srv import Forget
     from .nodes.service_client import call_service
@@ -198,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8081)
     p.add_argument("--ctx", type=int, default=8192, help="context length in tokens")
     p.add_argument("--threads", type=int, default=2)
+    p = add("demo", cmd_demo, "the main job, offline: simulate an office day, replay it through the stack, "
+                              "ask questions, print answers next to the truth")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-dir", default="", help="keep the memory here (default: a temporary directory)")
     p = add("replay", cmd_replay, "play a rosbag2 (sqlite3 or MCAP) into the live topics, with /clock")
     p.add_argument("bag", help="bag directory or .mcap/.db3 file")
     p.add_argument("--rate", default="1", help="1 (real time), N, 'max' (as fast as possible) or 'paced' "

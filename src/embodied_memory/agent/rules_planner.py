@@ -21,6 +21,7 @@ class RulesPlanner:
 
     def __init__(self, match_threshold: float = 0.35):
         self.match_threshold = match_threshold
+        self._names: dict[str, str] = {}
 
     # -- memory access (through the toolbox, so calls are counted and evidence kept) --------
     def _call(self, tools: ToolBox, tool: str, args: dict):
@@ -55,6 +56,7 @@ class RulesPlanner:
     # -- answering ---------------------------------------------------------------------------
     def answer(self, question: str, tools: ToolBox, rules: list[dict], now_iso: str, tz_name: str) -> Answer:
         people = self._call(tools, "people", {})
+        self._names = {p["person"]: p.get("name") or p["person"] for p in people}
         waypoints = [w["waypoint"] for w in self._call(tools, "waypoints", {})]
         p = parse_question(question, tools.now, tools.tz, people, waypoints)
         handler = getattr(self, f"_{p.kind}")
@@ -80,7 +82,7 @@ class RulesPlanner:
             if not rows:
                 return no_answer(f"{p.person} was not seen in that time", self.name)
             row = self._pick(rows, p.first)
-            return self._evidence(self._located("position", row, tools, f"I saw {p.person}"), [row])
+            return self._evidence(self._located("position", row, tools, f"I saw {self._name(p.person)}"), [row])
         rows = self._matches(tools, p)
         if not rows:
             return no_answer(f"nothing matching '{p.target}' in memory", self.name)
@@ -112,7 +114,7 @@ class RulesPlanner:
                 visits.append([])
             visits[-1].append(row)
         minutes = sum(v[-1]["t"] - v[0]["t"] for v in visits) / 60.0
-        who = p.person or p.target or "it"
+        who = self._name(p.person) if p.person else (p.target or "it")
         where = f" at {p.place}" if p.place else ""
         spans = ", ".join(f"{self._hhmm(v[0]['t'], tools)}-{self._hhmm(v[-1]['t'], tools)}" for v in visits)
         ans = Answer(type="duration", duration_minutes=round(minutes, 1), waypoint=p.place, confidence=0.6,
@@ -159,7 +161,7 @@ class RulesPlanner:
     def _who(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
         persons, rows = self._persons_in(p, tools)
         ans = Answer(type="persons", persons=persons, waypoint=p.place, confidence=0.6,
-                     text=("I saw " + ", ".join(persons) + ".") if persons else
+                     text=("I saw " + ", ".join(self._name(x) for x in persons) + ".") if persons else
                      ("I saw nobody there." if p.place else "I saw nobody."))
         return self._evidence(ans, rows)
 
@@ -183,6 +185,10 @@ class RulesPlanner:
                      waypoint=row.get("waypoint", ""), confidence=0.4)
         ans.set_time(row["t"], tools.now, tools.tz)
         return self._evidence(ans, rows)
+
+    def _name(self, identity: str) -> str:
+        """The operator-given display name when there is one."""
+        return self._names.get(identity, identity)
 
     @staticmethod
     def _hhmm(t: float, tools: ToolBox) -> str:

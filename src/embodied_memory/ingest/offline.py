@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tqdm import tqdm
+from ..progress import progress_bar
 
 from ..types import Keyframe, Pose
 from .bag_reader import Bag, BagError
@@ -88,7 +88,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
         report.bag_duration_s = bag.duration_s
         episode = episode_id or bag.path.stem
         total = bag.topics[topics.image_topic].count
-        bar = tqdm(total=total, desc=f"ingest {bag.path.name}", unit="frame", disable=not progress)
+        bar = progress_bar(total=total, desc=f"ingest {bag.path.name}", unit="frame", disable=not progress)
 
         def handle(selected):
             if not selected:

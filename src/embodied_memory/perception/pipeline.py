@@ -41,7 +41,7 @@ class PerceptionParams:
     text_embedder: str = "minilm"           # minilm | hash
     identity_eps: float = 0.52
     identity_min_samples: int = 3
-    reid_threshold: float = 0.25
+    reid_threshold: float = 0.1
     data_dir: str = "~/.local/share/embodied_memory/default"   # images/ and identities/ go here
     jpeg_quality: int = 90
     device: str = "cuda"                    # for GPU backends

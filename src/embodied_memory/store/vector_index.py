@@ -106,8 +106,8 @@ class FaissVectorIndex:
         added = 0
         progress = None
         if total and total > 50_000:
-            from tqdm import tqdm
-            progress = tqdm(total=total, desc=label, unit="vec", leave=False)
+            from ..progress import progress_bar
+            progress = progress_bar(total=total, desc=label, unit="vec", leave=False)
         for ids, vectors in batches:
             self.add(ids, vectors)
             added += len(ids)

@@ -1,0 +1,1 @@
+"""Simulated long-horizon episodes (MiniWorld): worlds, people with routines, bags, ground truth, questions."""

@@ -1,0 +1,121 @@
+"""``embodied-memory demo``: the main job on the embedded default, offline.
+
+Builds (once, cached) a simulated office day as a rosbag2, launches the default stack as
+processes, replays the bag into it, lets an operator step name the pseudonymous identities
+(from the simulator's ground truth, as a person at the robot would), asks questions of every
+type through the Ask service and prints the answers next to the truth.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+log = logging.getLogger("embodied_memory.demo")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("EMBODIED_MEMORY_CACHE", Path.home() / ".cache" / "embodied_memory"))
+
+
+def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception:  # noqa: BLE001 - services not up yet
+            pass
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True) -> int:
+    from embodied_memory_interfaces.srv import Ask, GetMemoryStats, NameIdentity, QueryMemory
+
+    from ..nodes.common import to_time_msg
+    from ..nodes.replay import replay
+    from ..nodes.service_client import call_service
+    from .episode import EpisodeConfig, GroundTruth, generate_episode
+    from .questions import generate_questions, score
+
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(50, 99)))  # not a robot's domain 0
+    episode_dir = cache_dir() / f"demo_office_seed{seed}"
+    if not (episode_dir / "ground_truth.json").exists():
+        print(f"[demo] simulating an office day (seed {seed}) -> {episode_dir}", flush=True)
+        generate_episode(EpisodeConfig(seed=seed), episode_dir, progress=progress)
+    truth = GroundTruth.load(episode_dir / "ground_truth.json")
+    data = Path(work_dir or tempfile.mkdtemp(prefix="em_demo_"))
+    print(f"[demo] memory in {data}; launching the default stack (ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']})",
+          flush=True)
+    launcher = subprocess.Popen(
+        [str(Path(sys.executable).parent / "embodied-memory"), "launch", "default",
+         "--set", f"perception.data_dir={data}", "--set", f"memory.data_dir={data}",
+         "--set", "frame_selector.episode_id=demo_day", "--set", "frame_selector.flush_after_s=1.0"],
+        stdout=open(data / "stack.log", "w"), stderr=subprocess.STDOUT, env=os.environ.copy())
+    try:
+        _wait(lambda: call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), 5.0, 2.0), 120,
+              "the memory node")
+        print("[demo] replaying the bag (paced by the pipeline)", flush=True)
+        report = replay(str(episode_dir / "bag"), paced=True, rate=0.0, wait_subscribers_s=60.0, progress=progress)
+        print(report.summary().splitlines()[0], flush=True)
+        counts = []
+
+        def settled():
+            counts.append(call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), 5.0).stats.observations)
+            return len(counts) > 6 and counts[-1] == counts[-6] and counts[-1] > 0
+        _wait(settled, 600, "perception to finish", interval=1.0)
+        stats = call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request()).stats
+        print(f"[demo] memory: {stats.observations} observations, {stats.person_sightings} person sightings, "
+              f"{stats.identities} identities", flush=True)
+
+        def query(tool, **args):
+            res = call_service(QueryMemory, "/memory/query", QueryMemory.Request(tool=tool, arguments_json=json.dumps(args)))
+            if not res.success:
+                raise RuntimeError(res.error)
+            return json.loads(res.result_json)
+        # operator step: name each pseudonymous identity after the person seen with it most
+        visible_at = {round(f["t"], 2): f["visible"] for f in truth.frames}
+        names_of = {}
+        for person in query("people"):
+            votes = Counter(n for r in query("person_observations", person=person["person"], limit=1000)
+                            for n in visible_at.get(round(r["t"], 2), []))
+            if votes:
+                name = votes.most_common(1)[0][0]
+                names_of[person["person"]] = name
+                call_service(NameIdentity, "/memory/name_identity",
+                             NameIdentity.Request(identity_id=person["person"], display_name=name.capitalize()))
+        print("[demo] operator named identities: " + (", ".join(f"{k} = {v.capitalize()}" for k, v in names_of.items())
+                                                     or "none"), flush=True)
+        questions = generate_questions(truth, seed=seed)
+        right = Counter()
+        total = Counter()
+        print(f"\n{'question':52s} {'answer':44s} {'truth':24s} ok")
+        for q in questions:
+            ans = call_service(Ask, "/agent/ask", Ask.Request(question=q.question, as_of=to_time_msg(q.asked_at)), 120.0).answer
+            data_answer = json.loads(ans.json) if ans.json else {}
+            ok, compared = score(q, data_answer, names_of)
+            total[q.type] += 1
+            right[q.type] += ok
+            shown_truth = {k: (v if k != "time" else time.strftime("%H:%M", time.gmtime(v))) for k, v in q.answer.items()}
+            truth_text = ", ".join(f"{v}" for v in shown_truth.values())[:24]
+            print(f"{q.question[:52]:52s} {(ans.text or ans.error)[:44]:44s} {truth_text:24s} {'yes' if ok else 'no'} ({compared})")
+        print("\n[demo] correct: " + ", ".join(f"{t} {right[t]}/{total[t]}" for t in total)
+              + f"; overall {sum(right.values())}/{sum(total.values())}", flush=True)
+        return 0
+    finally:
+        launcher.send_signal(signal.SIGINT)
+        try:
+            launcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            launcher.kill()

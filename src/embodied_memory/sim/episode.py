@@ -1,0 +1,194 @@
+"""Simulated days in the office world: people with routines, robot patrols, a rosbag2 (MCAP)
+of what the robot sensed, and the ground truth of who was where.
+
+Coordinates: MiniWorld's floor plane (x, z) maps to the map frame as (x, -z); yaw = MiniWorld
+``dir``.  Bag time is simulated wall time (patrols happen at set hours of each day).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+from ..progress import progress_bar
+
+from .world import ROOMS, OfficeWorld, room_centre, room_of, usable_portraits
+
+CORRIDOR_Z = -0.5
+WAYPOINTS = {  # id -> (x, z) in MiniWorld coordinates
+    "lobby": room_centre("lobby"), "corridor_west": (-6.25, CORRIDOR_Z), "kitchen": room_centre("kitchen"),
+    "corridor_centre": (0.25, CORRIDOR_Z), "office": room_centre("office"),
+    "corridor_east": (6.75, CORRIDOR_Z), "meeting_room": room_centre("meeting_room"),
+}
+ROUTE = ["lobby", "corridor_centre", "corridor_west", "kitchen", "corridor_west", "corridor_centre", "office",
+         "corridor_centre", "corridor_east", "meeting_room", "corridor_east", "corridor_centre", "lobby"]
+LOOK_AROUND = {"kitchen", "office", "meeting_room"}   # the robot turns once in place there
+NAMES = ["alice", "bob", "carol", "dave", "erin", "frank"]
+
+
+@dataclass(frozen=True)
+class EpisodeConfig:
+    seed: int = 0
+    days: int = 1
+    people: int = 2
+    patrol_hours: tuple[float, ...] = (10.0, 12.5, 15.0)
+    start_date: str = "2026-03-09"          # a Monday
+    fps: float = 4.0
+    speed: float = 0.8                      # m/s
+    turn_rate: float = 1.2                  # rad/s
+    width: int = 640
+    height: int = 480
+
+
+@dataclass
+class Routine:
+    name: str
+    home: str
+    arrive: float                           # hours of the day
+    leave: float
+    lunch: tuple[float, float]
+    absent: bool
+
+    def room_at(self, hour: float) -> Optional[str]:
+        if self.absent or not (self.arrive <= hour < self.leave):
+            return None
+        return "kitchen" if self.lunch[0] <= hour < self.lunch[1] else self.home
+
+
+def make_routines(cfg: EpisodeConfig, rng: np.random.Generator) -> list[list[Routine]]:
+    """routines[day][person]"""
+    homes = ["office", "meeting_room"]
+    out = []
+    for day in range(cfg.days):
+        today = []
+        for i in range(cfg.people):
+            lunch = 12.0 + float(rng.normal(0.25, 0.15))
+            today.append(Routine(NAMES[i], homes[i % 2], float(rng.normal(8.5, 0.3)), float(rng.normal(17.5, 0.3)),
+                                 (lunch, lunch + 0.75 + float(rng.normal(0, 0.1))),
+                                 absent=bool(day > 0 and rng.random() < 0.15)))
+        out.append(today)
+    return out
+
+
+def spot(person_index: int, room: str) -> tuple[float, float]:
+    """Where a person stands in a room (away from the robot's waypoint at its centre)."""
+    x0, x1, z0, z1 = ROOMS[room]
+    offsets = [(-1.4, 1.3), (1.4, 1.6), (-1.2, -1.2), (1.3, -1.3)]
+    ox, oz = offsets[person_index % len(offsets)]
+    cx, cz = room_centre(room)
+    return cx + ox, cz + oz
+
+
+def day_start(cfg: EpisodeConfig, day: int) -> float:
+    d = dt.date.fromisoformat(cfg.start_date) + dt.timedelta(days=day)
+    return dt.datetime.combine(d, dt.time(0), tzinfo=dt.timezone.utc).timestamp()
+
+
+@dataclass
+class GroundTruth:
+    config: dict
+    frames: list[dict] = field(default_factory=list)       # t, robot [x, y, yaw], waypoint, visible [names]
+    routines: list[list[dict]] = field(default_factory=list)
+    patrols: list[tuple[float, float]] = field(default_factory=list)
+    positions: dict = field(default_factory=dict)           # name -> {room: [x, y]} in the map frame
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def load(cls, path: Path) -> "GroundTruth":
+        return cls(**json.loads(path.read_text()))
+
+
+def _patrol_poses(cfg: EpisodeConfig):
+    """(x, z, dir, waypoint) per frame along ROUTE, turning on the spot in LOOK_AROUND rooms."""
+    dt_frame = 1.0 / cfg.fps
+    (x, z), heading = WAYPOINTS[ROUTE[0]], 0.0
+    for target_name in ROUTE[1:]:
+        tx, tz = WAYPOINTS[target_name]
+        goal = math.atan2(-(tz - z), tx - x)                   # MiniWorld dir of the segment
+        while abs(math.atan2(math.sin(goal - heading), math.cos(goal - heading))) > 1e-3:
+            delta = math.atan2(math.sin(goal - heading), math.cos(goal - heading))
+            heading += max(-cfg.turn_rate * dt_frame, min(cfg.turn_rate * dt_frame, delta))
+            yield x, z, heading, room_of(x, z) if room_of(x, z) != "corridor" else _nearest_waypoint(x, z)
+        dist = math.hypot(tx - x, tz - z)
+        steps = max(1, int(dist / (cfg.speed * dt_frame)))
+        for k in range(1, steps + 1):
+            px, pz = x + (tx - x) * k / steps, z + (tz - z) * k / steps
+            yield px, pz, heading, _nearest_waypoint(px, pz)
+        x, z = tx, tz
+        if target_name in LOOK_AROUND:
+            for _ in range(int(2 * math.pi / (cfg.turn_rate * dt_frame))):
+                heading += cfg.turn_rate * dt_frame
+                yield x, z, heading, target_name
+
+
+def _nearest_waypoint(x: float, z: float) -> str:
+    return min(WAYPOINTS, key=lambda w: math.hypot(WAYPOINTS[w][0] - x, WAYPOINTS[w][1] - z))
+
+
+def _visible(robot: tuple[float, float, float], target: tuple[float, float], same_room: bool) -> bool:
+    x, z, heading = robot
+    dx, dz = target[0] - x, target[1] - z
+    dist = math.hypot(dx, dz)
+    angle = math.atan2(-dz, dx)
+    off = abs(math.atan2(math.sin(angle - heading), math.cos(angle - heading)))
+    return same_room and 0.5 < dist < 6.0 and off < math.radians(30)
+
+
+def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -> GroundTruth:
+    """Write ``out_dir/bag`` (MCAP) and ``out_dir/ground_truth.json``."""
+    from ..ingest.bag_writer import BagWriter
+    rng = np.random.default_rng(cfg.seed)
+    portraits = usable_portraits()
+    chosen = [portraits[i] for i in rng.choice(len(portraits), size=cfg.people, replace=False)]
+    env = OfficeWorld([(NAMES[i], chosen[i]) for i in range(cfg.people)], seed=cfg.seed, width=cfg.width,
+                      height=cfg.height, objects=[("box", "red", "kitchen"), ("duckie", "", "office"),
+                                                  ("box", "blue", "meeting_room")])
+    env.reset(seed=cfg.seed)
+    routines = make_routines(cfg, rng)
+    truth = GroundTruth(config=asdict(cfg), routines=[[asdict(r) for r in day] for day in routines])
+    truth.positions = {p.name: {room: [spot(i, room)[0], -spot(i, room)[1]] for room in ("kitchen", "office",
+                                                                                        "meeting_room")}
+                       for i, p in enumerate(env.people)}
+    route = list(_patrol_poses(cfg))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    total = len(route) * len(cfg.patrol_hours) * cfg.days
+    bar = progress_bar(total=total, desc="simulating patrols", unit="frame", disable=not progress)
+    with BagWriter(out_dir / "bag") as bag:
+        for day in range(cfg.days):
+            for hour in cfg.patrol_hours:
+                t0 = day_start(cfg, day) + hour * 3600 + float(rng.uniform(-300, 300))
+                truth.patrols.append((t0, t0 + len(route) / cfg.fps))
+                for k, (x, z, heading, waypoint) in enumerate(route):
+                    t = t0 + k / cfg.fps
+                    hour_now = (t - day_start(cfg, day)) / 3600
+                    robot_room = room_of(x, z)
+                    visible = []
+                    for i, (person, routine) in enumerate(zip(env.people, routines[day])):
+                        room = routine.room_at(hour_now)
+                        ent = person.entity
+                        if room is None:
+                            ent.pos = np.array([100.0 + 3 * i, 0.0, 100.0])
+                            continue
+                        px, pz = spot(i, room)
+                        ent.pos = np.array([px, 0.0, pz])
+                        ent.dir = math.atan2(-(z - pz), x - px)       # people look at the robot
+                        if _visible((x, z, heading), (px, pz), robot_room == room):
+                            visible.append(person.name)
+                    env.agent.pos = np.array([x, 0.0, z])
+                    env.agent.dir = heading
+                    rgb = env.render_obs()
+                    bag.frame(t, rgb[:, :, ::-1].copy(), x, -z, heading, waypoint=waypoint,
+                              fx=cfg.height / 2 / math.tan(math.radians(30)))
+                    truth.frames.append({"t": t, "robot": [round(x, 3), round(-z, 3), round(heading, 3)],
+                                         "waypoint": waypoint, "room": robot_room, "visible": visible})
+                    bar.update(1)
+    bar.close()
+    env.close()
+    truth.save(out_dir / "ground_truth.json")
+    return truth

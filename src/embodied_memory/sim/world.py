@@ -1,0 +1,187 @@
+"""A MiniWorld office: named rooms joined by a corridor, furniture and small objects, and
+people as human-sized billboards whose heads are real portrait images (MiniWorld ships 82),
+so the real face models (YuNet + SFace) can detect and recognise them.
+
+Import this module before anything else imports ``miniworld``: it switches pyglet to headless
+(EGL) rendering, which MiniWorld needs on a machine without a display.
+"""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+import pyglet  # noqa: E402
+
+pyglet.options["headless"] = True
+import cv2  # noqa: E402
+from miniworld.entity import Box, Entity, MeshEnt  # noqa: E402
+from miniworld.miniworld import MiniWorldEnv  # noqa: E402
+from miniworld.opengl import Texture  # noqa: E402
+from pyglet.gl import (GL_QUADS, GL_TEXTURE_2D, glBegin, glColor3f, glDisable, glEnable, glEnd,  # noqa: E402
+                       glNormal3f, glPopMatrix, glPushMatrix, glRotatef, glTexCoord2f, glTranslatef, glVertex3f)
+
+PERSON_WIDTH, PERSON_HEIGHT = 0.5, 1.7
+
+# rooms: name -> (min_x, max_x, min_z, max_z); the corridor joins them along z = 0
+ROOMS = {
+    "kitchen": (-9.0, -3.5, 1.5, 7.0),
+    "office": (-2.5, 3.0, 1.5, 7.0),
+    "meeting_room": (4.0, 9.5, 1.5, 7.0),
+    "corridor": (-9.0, 9.5, -1.5, 0.5),
+    "lobby": (-2.5, 3.0, -7.0, -2.5),
+}
+DOORS = {"kitchen": (-7.0, -5.5), "office": (-0.5, 1.0), "meeting_room": (6.0, 7.5), "lobby": (-0.5, 1.0)}
+
+
+def room_centre(name: str) -> tuple[float, float]:
+    x0, x1, z0, z1 = ROOMS[name]
+    return (x0 + x1) / 2, (z0 + z1) / 2
+
+
+def room_of(x: float, z: float) -> str:
+    for name, (x0, x1, z0, z1) in ROOMS.items():
+        if x0 <= x <= x1 and z0 <= z <= z1:
+            return name
+    return "corridor"
+
+
+def portrait_paths() -> list[Path]:
+    import miniworld
+    return sorted((Path(miniworld.__file__).parent / "textures" / "portraits").glob("*.png"))
+
+
+def face_crop(image: np.ndarray, detector) -> np.ndarray | None:
+    """The portrait's face, with a margin, as a square (None if no clear frontal face)."""
+    faces = [f for f in detector.detect(image) if f.score >= 0.85]
+    if len(faces) != 1:
+        return None
+    x1, y1, x2, y2 = faces[0].box
+    cx, cy, side = (x1 + x2) / 2, (y1 + y2) / 2, 1.5 * max(x2 - x1, y2 - y1)
+    h, w = image.shape[:2]
+    a, b = int(max(0, cx - side / 2)), int(max(0, cy - side / 2))
+    crop = image[b:min(h, int(b + side)), a:min(w, int(a + side))]
+    return crop if min(crop.shape[:2]) >= 40 else None
+
+
+def usable_portraits(limit: int = 100) -> list[Path]:
+    """Stock portraits in which YuNet finds one clear frontal face (about half of the 82)."""
+    from ..perception.faces import YuNetSFace
+    detector = YuNetSFace(score_threshold=0.6, min_size=16)
+    return [p for p in portrait_paths() if face_crop(cv2.imread(str(p)), detector) is not None][:limit]
+
+
+def person_texture(portrait: Path, shirt_bgr: tuple[int, int, int], out_dir: Path) -> Path:
+    """A full-body texture: the portrait's face (about 0.2 m wide) as the head over a drawn body."""
+    from ..perception.faces import YuNetSFace
+    w, h = 256, int(256 * PERSON_HEIGHT / PERSON_WIDTH)
+    tex = np.full((h, w, 3), 235, np.uint8)
+    px = w / PERSON_WIDTH                                   # pixels per metre
+    crop = face_crop(cv2.imread(str(portrait)), YuNetSFace(score_threshold=0.6, min_size=16))
+    if crop is None:
+        raise ValueError(f"{portrait.name}: no clear frontal face (use usable_portraits())")
+    head_px = int(0.30 * px)                                # the crop (face x 1.5) spans 0.30 m
+    crop = cv2.resize(crop, (head_px, head_px))
+    top = int((PERSON_HEIGHT - 1.53) * px - head_px / 2)    # head centred 1.53 m up
+    left = (w - head_px) // 2
+    tex[top:top + head_px, left:left + head_px] = crop
+    torso_top, torso_bottom = top + head_px, int((PERSON_HEIGHT - 0.85) * px)
+    cv2.rectangle(tex, (int(0.08 * px), torso_top), (w - int(0.08 * px), torso_bottom), shirt_bgr, -1)
+    cv2.rectangle(tex, (int(0.12 * px), torso_bottom), (w // 2 - 4, h - 1), (60, 50, 40), -1)
+    cv2.rectangle(tex, (w // 2 + 4, torso_bottom), (w - int(0.12 * px), h - 1), (60, 50, 40), -1)
+    path = out_dir / f"person_{portrait.stem}.png"
+    cv2.imwrite(str(path), tex)
+    return path
+
+
+class PersonBillboard(Entity):
+    """A standing person: a textured quad (front) and a plain back, turned towards ``face``."""
+
+    def __init__(self, tex_name: str):
+        super().__init__()
+        self.tex = Texture.get(tex_name)
+        self.radius = 0.3
+        self.height = PERSON_HEIGHT
+
+    @property
+    def is_static(self):
+        return False  # static entities are baked into a display list at reset
+
+    def render(self):
+        hw, h = PERSON_WIDTH / 2, PERSON_HEIGHT
+        glPushMatrix()
+        glTranslatef(*self.pos)
+        glRotatef(self.dir * (180 / math.pi), 0, 1, 0)
+        glColor3f(1, 1, 1)
+        glEnable(GL_TEXTURE_2D)
+        self.tex.bind()
+        glBegin(GL_QUADS)                         # front, facing +x of the entity frame
+        glNormal3f(1, 0, 0)
+        glTexCoord2f(1, 1); glVertex3f(0.02, h, -hw)  # noqa: E702
+        glTexCoord2f(0, 1); glVertex3f(0.02, h, hw)  # noqa: E702
+        glTexCoord2f(0, 0); glVertex3f(0.02, 0, hw)  # noqa: E702
+        glTexCoord2f(1, 0); glVertex3f(0.02, 0, -hw)  # noqa: E702
+        glEnd()
+        glDisable(GL_TEXTURE_2D)
+        glColor3f(0.25, 0.22, 0.2)
+        glBegin(GL_QUADS)                         # back, a separate face 4 cm behind
+        glNormal3f(-1, 0, 0)
+        glVertex3f(-0.02, h, hw); glVertex3f(-0.02, h, -hw)  # noqa: E702
+        glVertex3f(-0.02, 0, -hw); glVertex3f(-0.02, 0, hw)  # noqa: E702
+        glEnd()
+        glPopMatrix()
+
+
+@dataclass
+class SimPerson:
+    name: str
+    portrait: Path
+    entity: PersonBillboard
+
+
+class OfficeWorld(MiniWorldEnv):
+    """Rooms from ROOMS, furniture, objects (some move between days), people billboards."""
+
+    def __init__(self, people: list[tuple[str, Path]], seed: int = 0, width: int = 640, height: int = 480,
+                 objects: list[tuple[str, str, str]] = ()):
+        self._people_spec = people
+        self._objects_spec = list(objects)   # (kind, colour, room)
+        self._seed = seed
+        self._tex_dir = Path(tempfile.mkdtemp(prefix="em_sim_tex_"))
+        self.people: list[SimPerson] = []
+        self.objects: list[tuple[str, str, Entity]] = []
+        super().__init__(obs_width=width, obs_height=height, max_episode_steps=10 ** 9)
+
+    def _gen_world(self):
+        rooms = {name: self.add_rect_room(min_x=x0, max_x=x1, min_z=z0, max_z=z1,
+                                          wall_tex="drywall" if name != "corridor" else "concrete",
+                                          floor_tex="floor_tiles_bw" if name != "kitchen" else "marble")
+                 for name, (x0, x1, z0, z1) in ROOMS.items()}
+        for name, (a, b) in DOORS.items():
+            self.connect_rooms(rooms["corridor"], rooms[name], min_x=a, max_x=b)
+        rng = np.random.default_rng(self._seed)
+        for name in ("office", "meeting_room"):
+            x, z = room_centre(name)
+            self.place_entity(MeshEnt(mesh_name="office_desk", height=0.8), pos=[x + 1.5, 0, z + 1.5], dir=0.0)
+            self.place_entity(MeshEnt(mesh_name="office_chair", height=0.9), pos=[x + 0.5, 0, z + 1.5], dir=0.0)
+        self.objects = []
+        for kind, colour, room in self._objects_spec:
+            x0, x1, z0, z1 = ROOMS[room]
+            ent = Box(color=colour, size=0.5) if kind == "box" else MeshEnt(mesh_name=kind, height=0.5)
+            self.place_entity(ent, min_x=x0 + 0.8, max_x=x1 - 0.8, min_z=z0 + 0.8, max_z=z1 - 0.8)
+            self.objects.append((kind, colour, ent))
+        self.people = []
+        shirts = [(40, 40, 200), (200, 80, 40), (40, 160, 40), (150, 60, 150), (30, 140, 200)]
+        for i, (name, portrait) in enumerate(self._people_spec):
+            tex_name = f"em_person_{i}"
+            Texture.tex_paths[tex_name] = [str(person_texture(portrait, shirts[i % len(shirts)], self._tex_dir))]
+            ent = PersonBillboard(tex_name)
+            self.place_entity(ent, pos=[100.0 + 3 * i, 0, 100.0], dir=0.0)   # parked far away
+            self.people.append(SimPerson(name, portrait, ent))
+        self.place_agent(pos=[0.0, 0, -0.5], dir=0.0)
+        del rng
