@@ -1,7 +1,9 @@
 """``embodied-memory``: the command line of the stack.
 
+    embodied-memory demo                      the main job: simulated day -> bag -> stack -> answers
     embodied-memory launch default            start the nodes of config/default.yaml
     embodied-memory check config/spot.yaml    validate a stack file, start nothing
+    embodied-memory replay run.mcap --rate paced
     embodied-memory stats                     what the running memory holds
     embodied-memory ask "Where did you last see my mug?"
     embodied-memory query TOOL '{"k": 3}'     call a retrieval tool of the running memory
