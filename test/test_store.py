@@ -272,3 +272,17 @@ def test_semantic_search_with_the_real_minilm_model(tmp_path):
     assert hits[0]["id"] == "o0"
     assert store.text_observations("bike near the door", k=1)[0]["id"] == "o1"
     store.close()
+
+
+def test_naming_two_identities_alike_merges_them(store):
+    assert store.name_identity("alice", "Alice") == "alice"
+    survivor = store.name_identity("bob", "Alice")   # the operator says bob's sightings are Alice's too
+    assert survivor == "alice"
+    assert [r["id"] for r in store.person_observations("Alice")] == ["o0", "o1", "o2", "o4"]
+    assert [i.identity_id for i in store.identities()] == ["alice"]
+    store.insert([obs(50, T0 + 40 * HOUR, "later sighting", people=["bob"], episode="day3")])
+    assert store.get_observation("o50")["persons"] == ["alice"]   # perception's old id follows the merge
+    store.merge_identities("alice", "alice")                       # no-op
+    store.forget_identity("alice")
+    with pytest.raises(InvalidRecordError, match="forgotten"):
+        store.insert([obs(51, T0 + 41 * HOUR, "again", people=["bob"], episode="day3")])

@@ -139,7 +139,8 @@ def cmd_replay(args) -> int:
 
 def cmd_demo(args) -> int:
     from .sim.demo import run_demo
-    return run_demo(seed=args.seed, work_dir=args.data_dir)
+    results = run_demo(seed=args.seed, work_dir=args.data_dir)
+    return 0 if sum(asked for _, asked in results.values()) else 1
 
 
 def cmd_forget(args) -> int:

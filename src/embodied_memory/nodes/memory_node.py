@@ -125,8 +125,11 @@ class MemoryNode(Node):
 
     def _on_name(self, request, response):
         try:
-            self.store.name_identity(request.identity_id, request.display_name)
-            response.success, response.message = True, "ok"
+            survivor = self.store.name_identity(request.identity_id, request.display_name)
+            response.success = True
+            response.message = "ok" if survivor == request.identity_id else \
+                f"{request.display_name!r} already named {survivor}: {request.identity_id} merged into it"
+            self._dirty.set()
         except StoreError as exc:
             response.success, response.message = False, str(exc)
         return response

@@ -7,6 +7,7 @@ type through the Ask service and prints the answers next to the truth.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 log = logging.getLogger("embodied_memory.demo")
@@ -39,7 +41,9 @@ def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
     raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True) -> int:
+def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True,
+             config: "EpisodeConfig | None" = None) -> dict[str, tuple[int, int]]:
+    """Returns {question type: (correct, asked)}."""
     from embodied_memory_interfaces.srv import Ask, GetMemoryStats, NameIdentity, QueryMemory
 
     from ..nodes.common import to_time_msg
@@ -50,12 +54,15 @@ def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True) -> int:
 
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(50, 99)))  # not a robot's domain 0
-    episode_dir = cache_dir() / f"demo_office_seed{seed}"
+    config = config or EpisodeConfig(seed=seed)
+    key = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:10]
+    episode_dir = cache_dir() / f"demo_office_seed{config.seed}_{key}"
     if not (episode_dir / "ground_truth.json").exists():
-        print(f"[demo] simulating an office day (seed {seed}) -> {episode_dir}", flush=True)
-        generate_episode(EpisodeConfig(seed=seed), episode_dir, progress=progress)
+        print(f"[demo] simulating an office day (seed {config.seed}) -> {episode_dir}", flush=True)
+        generate_episode(config, episode_dir, progress=progress)
     truth = GroundTruth.load(episode_dir / "ground_truth.json")
     data = Path(work_dir or tempfile.mkdtemp(prefix="em_demo_"))
+    data.mkdir(parents=True, exist_ok=True)
     print(f"[demo] memory in {data}; launching the default stack (ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']})",
           flush=True)
     launcher = subprocess.Popen(
@@ -84,12 +91,16 @@ def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True) -> int:
             if not res.success:
                 raise RuntimeError(res.error)
             return json.loads(res.result_json)
-        # operator step: name each pseudonymous identity after the person seen with it most
-        visible_at = {round(f["t"], 2): f["visible"] for f in truth.frames}
+        # operator step: name each pseudonymous identity after the person in view when it was
+        # seen alone (two ids given one name are merged by the memory)
+        by_time = {round(f["t"], 2): f for f in truth.frames}
         names_of = {}
         for person in query("people"):
-            votes = Counter(n for r in query("person_observations", person=person["person"], limit=1000)
-                            for n in visible_at.get(round(r["t"], 2), []))
+            votes = Counter()
+            for sighting in query("export_identity", person=person["person"])["sightings"]:
+                frame = by_time.get(round(sighting["t"], 2))
+                if frame and len(frame["visible"]) == 1:  # label only from unambiguous views
+                    votes[frame["visible"][0]] += 1
             if votes:
                 name = votes.most_common(1)[0][0]
                 names_of[person["person"]] = name
@@ -97,7 +108,7 @@ def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True) -> int:
                              NameIdentity.Request(identity_id=person["person"], display_name=name.capitalize()))
         print("[demo] operator named identities: " + (", ".join(f"{k} = {v.capitalize()}" for k, v in names_of.items())
                                                      or "none"), flush=True)
-        questions = generate_questions(truth, seed=seed)
+        questions = generate_questions(truth, seed=config.seed)
         right = Counter()
         total = Counter()
         print(f"\n{'question':52s} {'answer':44s} {'truth':24s} ok")
@@ -112,7 +123,7 @@ def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True) -> int:
             print(f"{q.question[:52]:52s} {(ans.text or ans.error)[:44]:44s} {truth_text:24s} {'yes' if ok else 'no'} ({compared})")
         print("\n[demo] correct: " + ", ".join(f"{t} {right[t]}/{total[t]}" for t in total)
               + f"; overall {sum(right.values())}/{sum(total.values())}", flush=True)
-        return 0
+        return {t: (right[t], total[t]) for t in total}
     finally:
         launcher.send_signal(signal.SIGINT)
         try:

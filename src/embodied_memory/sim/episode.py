@@ -131,13 +131,35 @@ def _nearest_waypoint(x: float, z: float) -> str:
     return min(WAYPOINTS, key=lambda w: math.hypot(WAYPOINTS[w][0] - x, WAYPOINTS[w][1] - z))
 
 
-def _visible(robot: tuple[float, float, float], target: tuple[float, float], same_room: bool) -> bool:
+def _line_of_sight(robot: tuple[float, float], target: tuple[float, float]) -> bool:
+    """Same room, or from the corridor into a room through its door opening."""
+    from .world import DOORS
+    robot_room, target_room = room_of(*robot), room_of(*target)
+    if robot_room == target_room:
+        return True
+    if robot_room != "corridor" or target_room not in DOORS:
+        return False
+    x0, x1, z0, z1 = ROOMS[target_room]
+    cx0, cx1, cz0, cz1 = ROOMS["corridor"]
+    wall_z = (cz1 + z0) / 2 if z0 > cz1 else (cz0 + z1) / 2     # the wall band between them
+    (rx, rz), (tx, tz) = robot, target
+    if (rz - wall_z) * (tz - wall_z) > 0:
+        return False
+    x_at_wall = rx + (tx - rx) * (wall_z - rz) / (tz - rz)
+    a, b = DOORS[target_room]
+    return a <= x_at_wall <= b
+
+
+HALF_HFOV = math.atan(math.tan(math.radians(30)) * 640 / 480)   # MiniWorld: 60 degrees vertical, 4:3
+
+
+def _visible(robot: tuple[float, float, float], target: tuple[float, float]) -> bool:
     x, z, heading = robot
     dx, dz = target[0] - x, target[1] - z
     dist = math.hypot(dx, dz)
     angle = math.atan2(-dz, dx)
     off = abs(math.atan2(math.sin(angle - heading), math.cos(angle - heading)))
-    return same_room and 0.5 < dist < 6.0 and off < math.radians(30)
+    return 0.5 < dist < 7.0 and off < HALF_HFOV and _line_of_sight((x, z), target)
 
 
 def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -> GroundTruth:
@@ -156,6 +178,7 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
                                                                                         "meeting_room")}
                        for i, p in enumerate(env.people)}
     route = list(_patrol_poses(cfg))
+    fx = cfg.height / 2 / math.tan(math.radians(30))      # MiniWorld: 60 degree vertical field of view
     out_dir.mkdir(parents=True, exist_ok=True)
     total = len(route) * len(cfg.patrol_hours) * cfg.days
     bar = progress_bar(total=total, desc="simulating patrols", unit="frame", disable=not progress)
@@ -168,7 +191,7 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
                     t = t0 + k / cfg.fps
                     hour_now = (t - day_start(cfg, day)) / 3600
                     robot_room = room_of(x, z)
-                    visible = []
+                    visible, present, seen = [], [], {}
                     for i, (person, routine) in enumerate(zip(env.people, routines[day])):
                         room = routine.room_at(hour_now)
                         ent = person.entity
@@ -178,15 +201,21 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
                         px, pz = spot(i, room)
                         ent.pos = np.array([px, 0.0, pz])
                         ent.dir = math.atan2(-(z - pz), x - px)       # people look at the robot
-                        if _visible((x, z, heading), (px, pz), robot_room == room):
+                        if room == robot_room:
+                            present.append(person.name)
+                        if _visible((x, z, heading), (px, pz)):
                             visible.append(person.name)
+                            bearing = math.atan2(-(pz - z), px - x) - heading
+                            bearing = math.atan2(math.sin(bearing), math.cos(bearing))
+                            u = cfg.width / 2 - fx * math.tan(bearing)        # image column of the person
+                            seen[person.name] = {"u": round(u, 1), "room": room}
                     env.agent.pos = np.array([x, 0.0, z])
                     env.agent.dir = heading
                     rgb = env.render_obs()
-                    bag.frame(t, rgb[:, :, ::-1].copy(), x, -z, heading, waypoint=waypoint,
-                              fx=cfg.height / 2 / math.tan(math.radians(30)))
+                    bag.frame(t, rgb[:, :, ::-1].copy(), x, -z, heading, waypoint=waypoint, fx=fx)
                     truth.frames.append({"t": t, "robot": [round(x, 3), round(-z, 3), round(heading, 3)],
-                                         "waypoint": waypoint, "room": robot_room, "visible": visible})
+                                         "waypoint": waypoint, "room": robot_room, "visible": visible,
+                                         "present": present, "seen": seen})
                     bar.update(1)
     bar.close()
     env.close()

@@ -57,11 +57,12 @@ def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2,
         if not seen[name]:
             continue
         last = seen[name][-1]
+        room = last["seen"][name]["room"]
         questions.append(Question(phrase("position", name=name.capitalize()), "position", asked_at,
-                                  {"position": truth.positions[name][last["room"]] + [0.0], "waypoint": last["room"]}))
+                                  {"position": truth.positions[name][room] + [0.0], "waypoint": room}))
         questions.append(Question(phrase("time", name=name.capitalize()), "time", asked_at, {"time": last["t"]}))
     for name in rng.sample(names, len(names))[:per_type]:
-        yes_rooms = sorted({f["room"] for f in seen[name]})
+        yes_rooms = sorted({f["seen"][name]["room"] for f in seen[name]})
         no_rooms = [r for r in rooms if r not in yes_rooms]
         if yes_rooms:
             room = rng.choice(yes_rooms)
@@ -72,14 +73,14 @@ def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2,
             questions.append(Question(phrase("binary", name=name.capitalize(), room=_room_label(room)), "binary",
                                       asked_at, {"binary": "no"}))
     for room in rng.sample(rooms, len(rooms))[:per_type]:
-        persons = sorted({n for f in today if f["room"] == room for n in f["visible"]})
+        persons = sorted({n for f in today for n, where in f["seen"].items() if where["room"] == room})
         questions.append(Question(phrase("persons", room=_room_label(room)), "persons", asked_at, {"persons": persons}))
     for name in rng.sample(names, len(names))[:per_type]:
-        rooms_seen = sorted({f["room"] for f in seen[name]})
+        rooms_seen = sorted({f["seen"][name]["room"] for f in seen[name]})
         if not rooms_seen:
             continue
         room = rng.choice(rooms_seen)
-        times = [f["t"] for f in seen[name] if f["room"] == room]
+        times = [f["t"] for f in seen[name] if f["seen"][name]["room"] == room]
         visits, total = [[times[0]]], 0.0
         for t in times[1:]:
             if t - visits[-1][-1] > VISIT_GAP_S:

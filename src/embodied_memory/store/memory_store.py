@@ -290,6 +290,12 @@ class MemoryStore:
                 if forgotten:
                     raise InvalidRecordError(f"identity {', '.join(sorted(forgotten))} was forgotten at an "
                                              "operator's request and cannot be stored again")
+            if person_ids:  # ids merged into another identity are stored under the survivor
+                aliases = dict(conn.execute(f"SELECT alias_id, identity_id FROM identity_aliases WHERE alias_id IN "
+                                            f"({','.join('?' * len(person_ids))})", list(person_ids)).fetchall())
+                for obs in fresh:
+                    for sighting in obs.people:
+                        sighting.identity_id = aliases.get(sighting.identity_id, sighting.identity_id)
             last_stamp = {}
             for obs in fresh:
                 if obs.episode_id not in last_stamp:
@@ -640,11 +646,21 @@ class MemoryStore:
         return [Identity(r["identity_id"], r["display_name"], r["created"], r["n"], r["first"], r["last"])
                 for r in rows]
 
-    def name_identity(self, identity_id: str, display_name: str) -> None:
+    def name_identity(self, identity_id: str, display_name: str) -> str:
+        """An operator names an identity.  Naming it like another identity says they are one
+        person: it is merged into that one (returned), and later sightings follow."""
         with self._transaction() as conn:
             if conn.execute("SELECT 1 FROM identities WHERE identity_id=?", (identity_id,)).fetchone() is None:
                 raise UnknownPersonError(f"unknown person {identity_id!r}")
+            same = conn.execute("SELECT identity_id FROM identities WHERE lower(display_name)=lower(?) AND "
+                                "display_name != '' AND identity_id != ? ORDER BY identity_id LIMIT 1",
+                                (display_name, identity_id)).fetchone()
             conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
+        if same is not None:
+            survivor, absorbed = sorted((same[0], identity_id))
+            self.merge_identities(absorbed, survivor)
+            return survivor
+        return identity_id
 
     def merge_identities(self, absorbed: str, survivor: str) -> int:
         """Perception found two identities to be one person: relabel every sighting of
@@ -667,6 +683,9 @@ class MemoryStore:
                 conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(ids), rid))
             conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (absorbed, survivor))
             conn.execute("DELETE FROM identities WHERE identity_id=?", (absorbed,))
+            conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))
+            conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
+                         (absorbed, survivor))
         log.info("merged identity %s into %s (%d sightings)", absorbed, survivor, moved)
         return moved
 
@@ -680,7 +699,8 @@ class MemoryStore:
                 "SELECT s.*, o.observation_id, o.episode_id, o.waypoint_id, o.x, o.y, o.image_path "
                 "FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id=? ORDER BY s.t",
                 (identity,)):
-            item = {"observation_id": r["observation_id"], "time": self.iso(r["t"]), "episode": r["episode_id"],
+            item = {"observation_id": r["observation_id"], "time": self.iso(r["t"]), "t": round(r["t"], 3),
+                    "episode": r["episode_id"],
                     "waypoint": r["waypoint_id"], "position": [r["x"], r["y"]], "box": [r["x1"], r["y1"], r["x2"], r["y2"]],
                     "confidence": r["confidence"], "image_path": r["image_path"], "crop_path": r["crop_path"],
                     "activity": r["activity"], "clothing": r["clothing"],
@@ -735,6 +755,10 @@ class MemoryStore:
             tx.execute("DELETE FROM identities WHERE identity_id=?", (identity,))
             tx.execute("INSERT OR REPLACE INTO forgotten_identities(identity_id, forgotten_at) VALUES (?,?)",
                        (identity, time.time()))
+            for (alias,) in tx.execute("SELECT alias_id FROM identity_aliases WHERE identity_id=?", (identity,)).fetchall():
+                tx.execute("INSERT OR REPLACE INTO forgotten_identities(identity_id, forgotten_at) VALUES (?,?)",
+                           (alias, time.time()))
+            tx.execute("DELETE FROM identity_aliases WHERE identity_id=?", (identity,))
             for rid, text, persons, _changed in updates:
                 tx.execute("UPDATE observations SET description=?, persons=? WHERE id=?", (text, persons, rid))
             for (rid, *_rest), vec in zip(changed_text, new_vecs):

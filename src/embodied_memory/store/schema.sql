@@ -38,3 +38,4 @@ CREATE TABLE IF NOT EXISTS rules(
 CREATE TABLE IF NOT EXISTS occupancy_maps(
   episode_id TEXT PRIMARY KEY, resolution REAL, origin_x REAL, origin_y REAL,
   width INTEGER, height INTEGER, data BLOB, updated REAL);
+CREATE TABLE IF NOT EXISTS identity_aliases(alias_id TEXT PRIMARY KEY, identity_id TEXT NOT NULL);
