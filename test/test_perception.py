@@ -82,3 +82,25 @@ def test_gpu_backends_without_weights_name_the_parameter(params, parameter, tmp_
 def test_vlm_describer_requires_an_endpoint():
     with pytest.raises(ValueError, match="vlm_base_url"):
         PerceptionParams(describer="vlm").validate()
+
+
+@pytest.mark.parametrize("params, parameter", [
+    (dict(region_proposer="sam"), "sam_weights"),
+    (dict(reid="torchscript"), "reid_weights"),
+])
+def test_region_and_reid_backends_without_weights_name_the_parameter(params, parameter, tmp_path):
+    with pytest.raises(MissingWeightsError, match=parameter):
+        Perception(PerceptionParams(data_dir=str(tmp_path), text_embedder="hash", person_detector="none",
+                                    face_backend="none", **params))
+
+
+def test_region_3d_box_from_depth():
+    """A region 2 m straight ahead of a robot at (1, 1) facing +y lands at about (1, 3)."""
+    import math
+    from embodied_memory.perception.regions import box_3d
+    depth = np.zeros((100, 100), np.float32)
+    depth[40:60, 45:55] = 2.0
+    mask = depth > 0
+    centre, size = box_3d(mask, depth, (100.0, 100.0, 50.0, 50.0), Pose(1.0, 1.0, 0.5, math.pi / 2))
+    assert np.allclose(centre, (1.0, 3.0, 0.5), atol=0.06) and 0.1 < size[2] < 0.5
+    assert box_3d(np.zeros_like(mask), depth, (100.0, 100.0, 50.0, 50.0), Pose(0, 0)) is None

@@ -32,7 +32,11 @@ class PerceptionParams:
     yolo_weights: str = ""
     face_backend: str = "yunet_sface"       # yunet_sface | insightface | none
     insightface_root: str = ""
-    reid: str = "mobilenetv2"               # mobilenetv2 (appearance features) | none
+    reid: str = "mobilenetv2"               # mobilenetv2 (appearance features) | torchscript | none
+    reid_weights: str = ""                  # torchscript: a body re-ID model (e.g. exported OSNet/KPR)
+    region_proposer: str = "none"           # none | sam (HIMM / HOV-SG regions, 3D boxes from depth)
+    sam_weights: str = ""
+    sam_model_type: str = "vit_h"
     describer: str = "detector"             # detector | vlm
     describer_prompt: str = "object_centric"  # object_centric (LVMem) | caption (ReMEmbR)
     vlm_base_url: str = ""
@@ -48,7 +52,8 @@ class PerceptionParams:
 
     def validate(self) -> None:
         choices = {"image_embedder": ("mobilenetv2", "clip", "none"), "person_detector": ("hog", "yolo", "none"),
-                   "face_backend": ("yunet_sface", "insightface", "none"), "reid": ("mobilenetv2", "none"),
+                   "face_backend": ("yunet_sface", "insightface", "none"),
+                   "reid": ("mobilenetv2", "torchscript", "none"), "region_proposer": ("none", "sam"),
                    "describer": ("detector", "vlm"), "describer_prompt": ("object_centric", "caption"),
                    "text_embedder": ("minilm", "hash")}
         for key, allowed in choices.items():
@@ -92,6 +97,13 @@ class Perception:
             from .faces import InsightFaceBackend
             self.faces = InsightFaceBackend(p.insightface_root)
         self.reid = self._mobilenet if p.reid == "mobilenetv2" else None
+        if p.reid == "torchscript":
+            from .reid import TorchScriptReid
+            self.reid = TorchScriptReid(p.reid_weights, p.device)
+        self.regions = None
+        if p.region_proposer == "sam":
+            from .regions import SamRegionProposer
+            self.regions = SamRegionProposer(p.sam_weights, p.sam_model_type, p.device)
         self.describer = (VLMDescriber(p.vlm_base_url, p.vlm_model, p.describer_prompt, p.vlm_api_key_env)
                           if p.describer == "vlm" else DetectorDescriber())
         from .text_embedding import make_text_embedder
@@ -156,6 +168,11 @@ class Perception:
             start = time.perf_counter()
             embedding = self.embedder.embed([kf.image])[0] if self.embedder else None
             self._timed("global_embedding", start)
+            regions = []
+            if self.regions is not None:
+                start = time.perf_counter()
+                regions = self.regions.propose(kf.image, self.embedder, kf.depth, kf.intrinsics, kf.pose)
+                self._timed("regions", start)
             start = time.perf_counter()
             path = self.images_dir / kf.episode_id.replace("/", "_") / f"{kf.keyframe_id.replace('/', '_')}.jpg"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +181,7 @@ class Perception:
             observations.append(Observation(
                 observation_id=kf.keyframe_id, stamp=kf.stamp, episode_id=kf.episode_id, pose=kf.pose,
                 keyframe_id=kf.keyframe_id, segment_id=kf.segment_id, waypoint_id=kf.waypoint_id,
-                image_path=str(path), global_embedding=embedding, people=people))
+                image_path=str(path), global_embedding=embedding, people=people, regions=regions))
         start = time.perf_counter()
         groups = [list(zip(keyframes, observations))] if describe_together else \
             [[(kf, obs)] for kf, obs in zip(keyframes, observations)]
