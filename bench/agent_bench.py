@@ -43,7 +43,8 @@ QUESTIONS = ["Where did you last see a laptop on a desk?", "When did person_0003
 
 
 def build_or_open(records: int, store_dir: Path):
-    params = StoreParams(data_dir=str(store_dir), text_embedder="hash", image_dim=512, face_dim=128)
+    params = StoreParams(data_dir=str(store_dir), text_embedder="hash", image_dim=512, face_dim=128,
+                         checkpoint_every=10 ** 9)  # one snapshot at the end, not every 5k inserts
     store = open_store(params)
     have = store.observation_count()
     if have < records:

@@ -120,6 +120,9 @@ class MemoryStore:
                                  f"says {value}; use another data_dir or matching dimensions")
         conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
                          list(wanted.items()) + [("generation", "0")])
+        if conn.execute("SELECT 1 FROM waypoint_stats LIMIT 1").fetchone() is None and \
+                conn.execute("SELECT 1 FROM observations WHERE waypoint_id != '' LIMIT 1").fetchone() is not None:
+            self._rebuild_waypoint_stats(conn)  # a store written before the summary existed
 
     def _generation(self, conn=None) -> int:
         row = (conn or self._conn()).execute("SELECT value FROM meta WHERE key='generation'").fetchone()
@@ -344,6 +347,10 @@ class MemoryStore:
                          *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
                          _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
                          s.crop_path))
+                if obs.waypoint_id:
+                    conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) VALUES (?, 1, ?, ?, ?) "
+                                 "ON CONFLICT(waypoint_id) DO UPDATE SET n=n+1, sx=sx+excluded.sx, sy=sy+excluded.sy, "
+                                 "last=MAX(last, excluded.last)", (obs.waypoint_id, p.x, p.y, obs.stamp))
                 if text_vec is not None:
                     new_vectors["text"].append((row_id, text_vec))
                 if image_vec is not None:
@@ -800,6 +807,7 @@ class MemoryStore:
             for table, col in (("sightings", "obs"), ("regions", "obs"), ("obs_xy", "id")):
                 tx.execute(f"DELETE FROM {table} WHERE {col} IN ({marks_sql})", args)
             tx.execute(f"DELETE FROM observations WHERE {where}", args)
+            self._rebuild_waypoint_stats(tx)
             tx.execute("DELETE FROM summaries WHERE identity_id NOT IN (SELECT DISTINCT identity_id FROM sightings "
                        "WHERE identity_id IS NOT NULL)")
             gen = self._bump_generation(tx)
@@ -876,17 +884,24 @@ class MemoryStore:
 
     def waypoints(self) -> list[dict]:
         """Every waypoint the robot recorded observations at: id, count, mean position, last visit."""
-        rows = self._conn().execute(
-            "SELECT waypoint_id, COUNT(*) AS n, AVG(x) AS x, AVG(y) AS y, MAX(t) AS last FROM observations "
-            "WHERE waypoint_id != '' GROUP BY waypoint_id ORDER BY waypoint_id")
+        rows = self._conn().execute("SELECT waypoint_id, n, sx / n AS x, sy / n AS y, last FROM waypoint_stats "
+                                    "WHERE n > 0 ORDER BY waypoint_id")
         return [{"waypoint": r["waypoint_id"], "observations": r["n"], "position": [round(r["x"], 2), round(r["y"], 2)],
                  "last_visit": self.iso(r["last"])} for r in rows]
 
+    @staticmethod
+    def _rebuild_waypoint_stats(conn) -> None:
+        conn.execute("DELETE FROM waypoint_stats")
+        conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) SELECT waypoint_id, COUNT(*), SUM(x), "
+                     "SUM(y), MAX(t) FROM observations WHERE waypoint_id != '' GROUP BY waypoint_id")
+
     def people(self) -> list[dict]:
-        """Every stored identity with its display name and sighting count."""
-        return [{"person": i.identity_id, **({"name": i.display_name} if i.display_name else {}),
-                 "sightings": i.sightings, **({"last_seen": self.iso(i.last_seen)} if i.last_seen else {})}
-                for i in self.identities()]
+        """Every stored identity with its display name and last sighting (index lookups only)."""
+        rows = self._conn().execute(
+            "SELECT i.identity_id, i.display_name, (SELECT MAX(t) FROM sightings s WHERE s.identity_id = "
+            "i.identity_id) AS last FROM identities i ORDER BY i.identity_id")
+        return [{"person": r["identity_id"], **({"name": r["display_name"]} if r["display_name"] else {}),
+                 **({"last_seen": self.iso(r["last"])} if r["last"] else {})} for r in rows]
 
     def recent_positions(self, limit: int) -> list[tuple[float, float, float, bool]]:
         """(x, y, z, has_person) of the newest ``limit`` observations (for map markers)."""

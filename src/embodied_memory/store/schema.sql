@@ -39,3 +39,6 @@ CREATE TABLE IF NOT EXISTS occupancy_maps(
   episode_id TEXT PRIMARY KEY, resolution REAL, origin_x REAL, origin_y REAL,
   width INTEGER, height INTEGER, data BLOB, updated REAL);
 CREATE TABLE IF NOT EXISTS identity_aliases(alias_id TEXT PRIMARY KEY, identity_id TEXT NOT NULL);
+-- per-waypoint summary kept by insert (the agent lists waypoints on every question)
+CREATE TABLE IF NOT EXISTS waypoint_stats(
+  waypoint_id TEXT PRIMARY KEY, n INTEGER NOT NULL, sx REAL NOT NULL, sy REAL NOT NULL, last REAL NOT NULL);
