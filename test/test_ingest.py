@@ -86,7 +86,7 @@ def test_library_ingest_of_a_real_image_bag(tmp_path):
                         selection=SelectionParams(policy="psfr", segment_s=3.0, frames_per_segment=2))
     print(report.summary())
     assert report.frames == info["frames"] and report.keyframes == report.stored == 10
-    people = {p["person"]: p["sightings"] for p in store.people()}
+    people = {i.identity_id: i.sightings for i in store.identities()}
     assert len(people) == 2  # Obama (two photos) and Biden; vtest faces are too small for YuNet
     office = store.waypoint_observations("office")
     assert office and office[0]["persons"] and "identified" in office[0]["description"]
