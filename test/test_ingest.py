@@ -5,7 +5,7 @@ import pytest
 from embodied_memory.ingest.bag_reader import Bag, BagError
 from embodied_memory.ingest.bag_writer import BagWriter
 from embodied_memory.ingest.images import ImageDecodeError, decode_depth, decode_raw
-from embodied_memory.ingest.offline import TopicParams, ingest_bag
+from embodied_memory.ingest.offline import ingest_bag
 from embodied_memory.ingest.selection import SelectionParams
 from embodied_memory.params import StoreParams
 from embodied_memory.perception.pipeline import Perception, PerceptionParams

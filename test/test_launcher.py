@@ -2,7 +2,6 @@
 import json
 import os
 import signal
-import time
 
 import pytest
 from embodied_memory_interfaces.srv import GetMemoryStats, QueryMemory

@@ -1,6 +1,5 @@
 """The llm planner's protocol against a real OpenAI-compatible HTTP server on localhost."""
 import base64
-import json
 import socket
 
 import cv2

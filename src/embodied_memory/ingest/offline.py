@@ -78,6 +78,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
     start_wall = time.perf_counter()
     report = IngestReport(bag=str(bag_path))
     poses, waypoints, depths = PoseBuffer(), TimeBuffer[str](), TimeBuffer()
+    intrinsics = None
     embed = (lambda im: perception.embedder.embed([im])[0]) if selection.policy == "similarity" else None
     selector = FrameSelector(selection, embed)
     stage = {"decode": 0.0, "selection": 0.0, "store": 0.0}
@@ -125,7 +126,8 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                 wp = waypoints.latest()
                 depth = depths.nearest(stamp, 0.1)
                 kf = Keyframe(f"{episode}/{int(round(stamp * 1e9))}", stamp, episode, pose, image,
-                              waypoint_id=wp[1] if wp else "", depth=depth[1] if depth else None)
+                              waypoint_id=wp[1] if wp else "", depth=depth[1] if depth else None,
+                              intrinsics=intrinsics)
                 t = time.perf_counter()
                 selected = selector.push(stamp, image, kf)
                 stage["selection"] += time.perf_counter() - t
@@ -143,6 +145,9 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                             poses.add(stamp_of(tf, msg.stamp_ns), Pose(tr.x, tr.y, tr.z,
                                                                        yaw_from_quaternion(q.x, q.y, q.z, q.w),
                                                                        tf.header.frame_id))
+            elif msg.topic == topics.camera_info_topic:
+                k = bag.deserialize(msg).k
+                intrinsics = (float(k[0]), float(k[4]), float(k[2]), float(k[5])) if k[0] > 0 else None
             elif msg.topic == topics.waypoint_topic:
                 waypoints.add(msg.stamp_ns * 1e-9, bag.deserialize(msg).data)
             elif msg.topic == topics.depth_topic:

@@ -17,7 +17,7 @@ when a segment closes); ``flush()`` closes the last segment.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import cv2

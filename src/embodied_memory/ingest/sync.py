@@ -4,8 +4,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
-from dataclasses import dataclass
-from typing import Any, Generic, Optional, TypeVar
+from typing import Generic, Optional, TypeVar
 
 from ..types import Pose
 
@@ -63,13 +62,3 @@ class PoseBuffer(TimeBuffer[Pose]):
                         a.yaw + f * dyaw, a.frame_id)
         found = self.nearest(stamp, tolerance)
         return found[1] if found else None
-
-
-@dataclass
-class SyncStats:
-    frames: int = 0
-    without_pose: int = 0
-    bad_pose: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from embodied_memory_interfaces.msg import Answer as AnswerMsg
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from embodied_memory_interfaces.msg import PersonSighting as PersonSightingMsg
 from embodied_memory_interfaces.msg import Region as RegionMsg
@@ -89,9 +90,8 @@ def observation_to_msg(obs: Observation) -> ObservationMsg:
     return msg
 
 
-def answer_to_msg(answer) -> "AnswerMsg":
+def answer_to_msg(answer) -> AnswerMsg:
     """agent.answer.Answer -> embodied_memory_interfaces/Answer (``json`` carries every field)."""
-    from embodied_memory_interfaces.msg import Answer as AnswerMsg
     msg = AnswerMsg(status=answer.status, error=answer.error, type=answer.type, text=answer.text,
                     binary=answer.binary, persons=list(answer.persons), waypoint_id=answer.waypoint,
                     evidence_ids=list(answer.evidence), confidence=float(answer.confidence),

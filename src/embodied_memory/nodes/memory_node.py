@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 
 from embodied_memory_interfaces.msg import IdentityMerge, MemoryStats
 from embodied_memory_interfaces.msg import Observation as ObservationMsg

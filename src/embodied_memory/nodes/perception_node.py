@@ -9,7 +9,7 @@ from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ..ingest.images import ImageDecodeError, decode_image_msg
+from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg
 from ..params import PerceptionNodeParams
 from ..perception.pipeline import Perception, PerceptionParams
 from ..types import Keyframe
@@ -37,9 +37,18 @@ class PerceptionNode(Node):
         except ImageDecodeError as exc:
             self.get_logger().error(f"keyframe {msg.keyframe_id} skipped: {exc}")
             return
+        depth = None
+        if msg.has_depth:
+            d = msg.depth
+            try:
+                depth = decode_depth(d.encoding, d.height, d.width, d.step, d.data)
+            except ImageDecodeError as exc:
+                self.get_logger().warning(f"keyframe {msg.keyframe_id}: depth ignored: {exc}")
+        k = msg.camera_info.k
+        intrinsics = (float(k[0]), float(k[4]), float(k[2]), float(k[5])) if k[0] > 0 else None
         kf = Keyframe(msg.keyframe_id, from_time_msg(msg.header.stamp), msg.episode_id, pose_from_msg(msg.pose),
-                      image, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id,
-                      selection_score=msg.selection_score)
+                      image, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id, depth=depth,
+                      intrinsics=intrinsics, selection_score=msg.selection_score)
         try:
             observations = self.perception.process([kf])
         except Exception as exc:  # noqa: BLE001 - e.g. the VLM endpoint is down: keep running

@@ -12,8 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import re
-from typing import Optional, Sequence
+from typing import Sequence
 
 import cv2
 import numpy as np

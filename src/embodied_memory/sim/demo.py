@@ -20,6 +20,10 @@ import time
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importing the simulator loads MiniWorld: only when the demo runs
+    from .episode import EpisodeConfig
 
 log = logging.getLogger("embodied_memory.demo")
 
