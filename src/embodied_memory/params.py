@@ -31,7 +31,8 @@ class StoreParams:
     recency_weight_cos: float = 3.0        # HUMEMBR s = a*cos_dist + b*(1 - exp(-lambda*h))
     recency_weight_time: float = 1.0
     recency_horizon_hours: float = 120.0   # penalty reaches 0.95 at this age
-    checkpoint_every: int = 5000           # vector index snapshot every N inserts
+    checkpoint_every: int = 50_000         # vector snapshot every N inserts (a restart re-adds at most
+                                           # this many vectors from SQLite; a snapshot rewrites the index)
     ivf_min_vectors: int = 200_000         # FAISS: exact flat index below, IVF (approximate) above
     text_embedder: str = "minilm"          # minilm | hash (tests/benchmarks without a model)
 
