@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 
 from .config import ConfigError
 
@@ -143,6 +144,20 @@ def cmd_demo(args) -> int:
     return 0 if sum(asked for _, asked in results.values()) else 1
 
 
+def cmd_eval(args) -> int:
+    from .evaluation.runner import MEMORY_VARIANTS, run_eval
+    from .sim.episode import EpisodeConfig
+    unknown = [v for v in args.variants.split(",") if v not in MEMORY_VARIANTS]
+    if unknown:
+        raise ConfigError(f"--variants: unknown {', '.join(unknown)} ({', '.join(MEMORY_VARIANTS)})")
+    config = EpisodeConfig(seed=args.seed, days=args.days, people=args.people)
+    results = run_eval(Path(args.out), config, planners=tuple(args.planners.split(",")),
+                       variants=tuple(args.variants.split(",")), llm_base_url=args.llm_base_url,
+                       llm_model=args.llm_model, per_type=args.per_type)
+    print((Path(args.out) / "report.md").read_text())
+    return 0 if results else 1
+
+
 def cmd_forget(args) -> int:
     from embodied_memory_interfaces.srv import Forget
     from .nodes.service_client import call_service
@@ -210,6 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
                               "ask questions, print answers next to the truth")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", default="", help="keep the memory here (default: a temporary directory)")
+    p = add("eval", cmd_eval, "evaluate planners and memory ablations on a simulated episode; "
+                              "writes report.md, results.json and plots")
+    p.add_argument("--out", default="eval_results", help="output directory")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--days", type=int, default=1)
+    p.add_argument("--people", type=int, default=3)
+    p.add_argument("--per-type", type=int, default=4, help="questions per type (and person/room)")
+    p.add_argument("--planners", default="rules,text_top_k,full_context",
+                   help="comma-separated: rules, text_top_k (ReMEmbR-style), full_context, llm")
+    p.add_argument("--variants", default="psfr,uniform,psfr_no_people", help="memory variants to ingest")
+    p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint (enables llm, full_context answers)")
+    p.add_argument("--llm-model", default="")
     p = add("replay", cmd_replay, "play a rosbag2 (sqlite3 or MCAP) into the live topics, with /clock")
     p.add_argument("bag", help="bag directory or .mcap/.db3 file")
     p.add_argument("--rate", default="1", help="1 (real time), N, 'max' (as fast as possible) or 'paced' "

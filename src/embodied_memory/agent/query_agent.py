@@ -56,12 +56,13 @@ def check_timezone(name: str) -> None:
 
 class QueryAgent:
     def __init__(self, memory: MemoryClient, params: AgentParams = AgentParams(),
-                 navigate: Optional[NavigateFn] = None):
+                 navigate: Optional[NavigateFn] = None, extra_planners: Optional[dict] = None):
         self.memory = memory
         self.params = params
         self.tz = ZoneInfo(params.timezone)
         self.navigate = navigate
         self.rules_planner = RulesPlanner(params.match_threshold)
+        self.extra_planners = dict(extra_planners or {})  # e.g. evaluation baselines, by name
         self.client: Optional[ChatClient] = None
         if params.llm_base_url:
             self.client = ChatClient(LLMConfig(params.llm_base_url, params.llm_model, params.llm_api_key_env,
@@ -70,6 +71,8 @@ class QueryAgent:
     def _planner(self, name: str):
         if name == "auto":
             name = "llm" if self.client else "rules"
+        if name in self.extra_planners:
+            return self.extra_planners[name]
         if name == "rules":
             return self.rules_planner
         if name == "full_context":
@@ -92,7 +95,7 @@ class QueryAgent:
         else:
             try:
                 chosen = self._planner(planner or self.params.planner)
-                rules = self._rules(question) if chosen is not self.rules_planner else []
+                rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
                 ans = chosen.answer(question, tools, rules, now_iso, self.params.timezone)
             except EndpointUnavailable as exc:
                 log.warning("LLM endpoint unavailable (%s): answering with the rules planner", exc)

@@ -54,6 +54,7 @@ def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True,
     from ..nodes.replay import replay
     from ..nodes.service_client import call_service
     from .episode import EpisodeConfig, GroundTruth, generate_episode
+    from .naming import label_identities
     from .questions import generate_questions, score
 
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
@@ -95,21 +96,12 @@ def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True,
             if not res.success:
                 raise RuntimeError(res.error)
             return json.loads(res.result_json)
-        # operator step: name each pseudonymous identity after the person in view when it was
-        # seen alone (two ids given one name are merged by the memory)
-        by_time = {round(f["t"], 2): f for f in truth.frames}
-        names_of = {}
-        for person in query("people"):
-            votes = Counter()
-            for sighting in query("export_identity", person=person["person"])["sightings"]:
-                frame = by_time.get(round(sighting["t"], 2))
-                if frame and len(frame["visible"]) == 1:  # label only from unambiguous views
-                    votes[frame["visible"][0]] += 1
-            if votes:
-                name = votes.most_common(1)[0][0]
-                names_of[person["person"]] = name
-                call_service(NameIdentity, "/memory/name_identity",
-                             NameIdentity.Request(identity_id=person["person"], display_name=name.capitalize()))
+        # operator step: name the pseudonymous identities (see sim/naming.py)
+        names_of = label_identities(lambda tool, args: query(tool, **args),
+                                    lambda ident, display: call_service(NameIdentity, "/memory/name_identity",
+                                                                        NameIdentity.Request(identity_id=ident,
+                                                                                             display_name=display)),
+                                    truth)
         print("[demo] operator named identities: " + (", ".join(f"{k} = {v.capitalize()}" for k, v in names_of.items())
                                                      or "none"), flush=True)
         questions = generate_questions(truth, seed=config.seed)

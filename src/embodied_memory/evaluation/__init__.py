@@ -1,0 +1,1 @@
+"""Evaluation: run planners and ablations on simulated episodes, score, report."""

@@ -1,0 +1,178 @@
+"""``embodied-memory eval``: planners and ablations side by side on a simulated episode.
+
+Library path (one process, the same core the nodes run): the episode bag is ingested once per
+memory variant (psfr; uniform; psfr without people memory), the operator names identities,
+then every planner answers every question as of its time; answers are scored per category.
+Output: ``report.md``, ``results.json`` and PNG plots (accuracy per category; accuracy vs
+tokens on a log scale, as HUMEMBR's Fig. 10).
+
+Scoring (documented; no judge model offline): position within 5 m of the person or at the
+right waypoint; time and duration within 5 minutes; binary exact; persons exact set.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+log = logging.getLogger(__name__)
+
+MEMORY_VARIANTS = {
+    "psfr": {"selection": "psfr", "people": True},
+    "uniform": {"selection": "uniform", "people": True},
+    "psfr_no_people": {"selection": "psfr", "people": False},
+}
+
+
+@dataclass
+class RunResult:
+    variant: str
+    planner: str
+    scores: dict[str, list[bool]] = field(default_factory=dict)
+    tokens: list[int] = field(default_factory=list)
+    latency_s: list[float] = field(default_factory=list)
+    tool_calls: list[int] = field(default_factory=list)
+    answers: list[dict] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.planner} / {self.variant}"
+
+    def accuracy(self, category: Optional[str] = None) -> float:
+        values = self.scores.get(category, []) if category else [v for vs in self.scores.values() for v in vs]
+        return sum(values) / len(values) if values else 0.0
+
+    def summary(self) -> dict:
+        return {"variant": self.variant, "planner": self.planner, "accuracy": round(self.accuracy(), 3),
+                "per_category": {c: round(self.accuracy(c), 3) for c in self.scores},
+                "tokens_median": statistics.median(self.tokens) if self.tokens else 0,
+                "tokens_p95": sorted(self.tokens)[int(0.95 * (len(self.tokens) - 1))] if self.tokens else 0,
+                "latency_median_s": round(statistics.median(self.latency_s), 4) if self.latency_s else 0.0,
+                "tool_calls_median": statistics.median(self.tool_calls) if self.tool_calls else 0}
+
+
+def _ingest(bag: Path, data: Path, variant: dict, progress: bool):
+    from ..ingest.offline import ingest_bag
+    from ..ingest.selection import SelectionParams
+    from ..params import StoreParams
+    from ..perception.pipeline import Perception, PerceptionParams
+    from ..store import open_store
+    store = open_store(StoreParams(data_dir=str(data)))
+    store.warm_up()
+    people = {} if variant["people"] else {"person_detector": "none", "face_backend": "none", "reid": "none"}
+    perception = Perception(PerceptionParams(data_dir=str(data), **people))
+    report = ingest_bag(str(bag), store, perception, progress=progress,
+                        selection=SelectionParams(policy=variant["selection"], segment_s=10.0, frames_per_segment=6))
+    perception.close()
+    return store, report
+
+
+def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "text_top_k", "full_context"),
+             variants: tuple[str, ...] = tuple(MEMORY_VARIANTS), llm_base_url: str = "", llm_model: str = "",
+             per_type: int = 4, progress: bool = True) -> list[RunResult]:
+    from ..agent.query_agent import AgentParams, QueryAgent
+    from ..agent.tools import StoreMemoryClient
+    from ..sim.demo import cache_dir
+    from ..sim.episode import EpisodeConfig, GroundTruth, generate_episode
+    from ..sim.naming import label_identities
+    from ..sim.questions import generate_questions, score
+    from .text_only import TextOnlyPlanner
+
+    config = config or EpisodeConfig(days=1, people=3)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    import hashlib
+    from dataclasses import asdict
+    key = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:10]
+    episode = cache_dir() / f"eval_office_{key}"
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    if not (episode / "ground_truth.json").exists():
+        generate_episode(config, episode, progress=progress)
+    timings["simulate_s"] = time.perf_counter() - start
+    truth = GroundTruth.load(episode / "ground_truth.json")
+    questions = generate_questions(truth, seed=config.seed, per_type=per_type)
+    planners = tuple(planners) + (("llm",) if llm_base_url and "llm" not in planners else ())
+    results: list[RunResult] = []
+    for variant in variants:
+        start = time.perf_counter()
+        store, report = _ingest(episode / "bag", out_dir / f"memory_{variant}", MEMORY_VARIANTS[variant], progress)
+        timings[f"ingest_{variant}_s"] = time.perf_counter() - start
+        names_of = label_identities(lambda tool, args: store.call_tool(tool, args),
+                                    lambda ident, display: store.name_identity(ident, display), truth)
+        client = StoreMemoryClient(store)
+        agent = QueryAgent(client, AgentParams(planner="rules", llm_base_url=llm_base_url, llm_model=llm_model),
+                           extra_planners={"text_top_k": TextOnlyPlanner()})
+        for planner in planners:
+            result = RunResult(variant, planner)
+            start = time.perf_counter()
+            for q in questions:
+                ans = agent.ask(q.question, as_of=q.asked_at, planner=planner)
+                ok, compared = score(q, ans.to_dict(), names_of)
+                result.scores.setdefault(q.type, []).append(ok)
+                result.tokens.append(ans.tokens_in + ans.tokens_out)
+                result.latency_s.append(ans.latency_s)
+                result.tool_calls.append(ans.tool_calls)
+                result.answers.append({"question": q.question, "type": q.type, "truth": q.answer,
+                                       "answer": ans.text or ans.error, "correct": ok, "compared": compared})
+            timings[f"answer_{planner}_{variant}_s"] = time.perf_counter() - start
+            results.append(result)
+        timings[f"keyframes_{variant}"] = report.keyframes
+        store.close()
+    write_report(out_dir, results, questions, timings, config)
+    return results
+
+
+def write_report(out_dir: Path, results: list[RunResult], questions, timings: dict, config) -> None:
+    from dataclasses import asdict
+    categories = sorted({c for r in results for c in r.scores})
+    (out_dir / "results.json").write_text(json.dumps({
+        "config": asdict(config), "questions": len(questions), "timings": timings,
+        "runs": [r.summary() for r in results], "answers": {r.label: r.answers for r in results}}, indent=2))
+    lines = ["# Evaluation report", "",
+             f"Simulated office: {config.days} day(s), {config.people} people, patrols at {config.patrol_hours} h; "
+             f"{len(questions)} questions ({', '.join(f'{c}: {sum(1 for q in questions if q.type == c)}' for c in categories)}).",
+             "Scoring: position within 5 m or the right waypoint; time and duration within 5 min; binary exact; "
+             "persons exact set. Offline there is no judge model and no VLM: descriptions come from the detectors.",
+             "", "| planner / memory | overall | " + " | ".join(categories) + " | tokens median | tokens p95 | "
+             "latency median (s) | tool calls |", "|---" * (len(categories) + 6) + "|"]
+    for r in results:
+        s = r.summary()
+        lines.append(f"| {r.label} | {s['accuracy']:.2f} | " + " | ".join(f"{r.accuracy(c):.2f}" for c in categories)
+                     + f" | {s['tokens_median']} | {s['tokens_p95']} | {s['latency_median_s']} | {s['tool_calls_median']} |")
+    lines += ["", "Time per stage: " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
+                                                 for k, v in timings.items()), "",
+              "![accuracy per category](accuracy_per_category.png)", "![accuracy vs tokens](accuracy_vs_tokens.png)"]
+    (out_dir / "report.md").write_text("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed: no plots")
+        return
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / max(len(results), 1)
+    for i, r in enumerate(results):
+        ax.bar([c + i * width for c in range(len(categories))], [r.accuracy(c) for c in categories], width,
+               label=r.label)
+    ax.set_xticks([c + 0.4 - width / 2 for c in range(len(categories))], categories)
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out_dir / "accuracy_per_category.png", dpi=100)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in results:
+        ax.scatter(max(r.summary()["tokens_median"], 1), r.accuracy(), label=r.label)
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens per question (median, log; 1 = no model)")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out_dir / "accuracy_vs_tokens.png", dpi=100)
+    plt.close("all")
