@@ -51,7 +51,7 @@ if grep -rlq '/opt/python/cp311-cp311' "$VENV"/share/*/cmake/ 2>/dev/null; then
 fi
 
 # 3. interface packages, built with cmake and installed into the venv prefix
-for pkg in tf2_msgs embodied_memory_interfaces; do
+for pkg in tf2_msgs nav2_msgs spot_msgs embodied_memory_interfaces; do
   src="$ROOT/msg/$pkg"
   h="$(cd "$src" && find . -type f | sort | xargs cat | sha256sum | cut -c1-16)"
   stamp="$VENV/.em_built_$pkg"
