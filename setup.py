@@ -12,6 +12,7 @@ NODES = {
     "query_agent_node": "embodied_memory.nodes.query_agent_node:main",
     "frame_selector_node": "embodied_memory.nodes.frame_selector_node:main",
     "perception_node": "embodied_memory.nodes.perception_node:main",
+    "nav_bridge_node": "embodied_memory.nodes.nav_bridge_node:main",
 }
 
 setup(

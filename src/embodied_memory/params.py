@@ -102,7 +102,30 @@ class PerceptionNodeParams(PerceptionParams):
     merges_topic: str = "/memory/identity_merges"
 
 
+@dataclass(frozen=True)
+class NavBridgeNodeParams:
+    backend: str = "sim"                                # graphnav | nav2 | sim
+    action_name: str = "/navigate_to_waypoint"
+    waypoints_file: str = ""                            # YAML: waypoints: {id: {x, y, yaw, names}}
+    default_timeout_s: float = 300.0
+    server_wait_s: float = 5.0                          # backend action server discovery
+    nav2_action: str = "navigate_to_pose"
+    graphnav_action: str = "navigate_to"                # relative: the robot namespace applies
+    graphnav_localization_service: str = "graph_nav_get_localization_pose"
+    map_frame: str = "map"
+    sim_speed: float = 1.0
+    sim_rate_hz: float = 20.0
+    arrive_tolerance_m: float = 0.25
+
+    def validate(self) -> None:
+        if self.backend not in ("graphnav", "nav2", "sim"):
+            raise ValueError(f"backend: unknown '{self.backend}' (graphnav | nav2 | sim)")
+        if self.sim_speed <= 0 or self.sim_rate_hz <= 0 or self.default_timeout_s <= 0:
+            raise ValueError("sim_speed, sim_rate_hz and default_timeout_s must be > 0")
+
+
 NODE_PARAMS: dict[str, type] = {
+    "nav_bridge_node": NavBridgeNodeParams,
     "frame_selector_node": FrameSelectorNodeParams,
     "perception_node": PerceptionNodeParams,
     "memory_node": MemoryNodeParams,

@@ -1,0 +1,211 @@
+"""nav_bridge_node: serves /navigate_to_waypoint (embodied_memory_interfaces/NavigateToWaypoint)
+on one of three backends:
+
+- ``graphnav``: spot_ros2's ``navigate_to`` action (spot_msgs/NavigateTo, waypoint ids); the
+  final pose from ``graph_nav_get_localization_pose``.  It never calls ``list_graph``
+  (that clears and re-uploads the robot's graph).
+- ``nav2``: ``navigate_to_pose`` (nav2_msgs/NavigateToPose) with a PoseStamped from the
+  waypoint table (``waypoints_file``) or the goal's pose.
+- ``sim``: a kinematic simulated base, so the whole stack runs without a robot.
+
+Every backend gives feedback and honours cancellation, a timeout (goal ``timeout_s`` or
+``default_timeout_s``) and preemption (a new goal aborts the running one).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from embodied_memory_interfaces.action import NavigateToWaypoint
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from ..nav.sim_base import SimBase, SimBaseParams
+from ..nav.waypoints import WaypointTable
+from ..params import NavBridgeNodeParams
+from ..types import Pose
+from .common import node_params, run_node
+from .conversions import pose_from_msg, pose_to_msg
+
+R = NavigateToWaypoint.Result
+
+
+class _Abort(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class NavBridgeNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("nav_bridge", **kwargs)
+        p = self.params = node_params(self, NavBridgeNodeParams)
+        self.waypoints = WaypointTable.from_yaml(p.waypoints_file) if p.waypoints_file else WaypointTable()
+        self.sim = SimBase(SimBaseParams(speed=p.sim_speed)) if p.backend == "sim" else None
+        self._group = ReentrantCallbackGroup()
+        self._lock = threading.Lock()
+        self._active: ServerGoalHandle | None = None
+        self._preempted: set = set()
+        self._nav2 = self._graphnav = self._localize = None
+        if p.backend == "nav2":
+            from nav2_msgs.action import NavigateToPose
+            self._nav2 = ActionClient(self, NavigateToPose, p.nav2_action, callback_group=self._group)
+        elif p.backend == "graphnav":
+            from spot_msgs.action import NavigateTo
+            from spot_msgs.srv import GraphNavGetLocalizationPose
+            self._graphnav = ActionClient(self, NavigateTo, p.graphnav_action, callback_group=self._group)
+            self._localize = self.create_client(GraphNavGetLocalizationPose, p.graphnav_localization_service,
+                                                callback_group=self._group)
+        self._server = ActionServer(self, NavigateToWaypoint, p.action_name, execute_callback=self._execute,
+                                    goal_callback=lambda _g: GoalResponse.ACCEPT,
+                                    cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                                    handle_accepted_callback=self._accepted, callback_group=self._group)
+        self.get_logger().info(f"navigation bridge on {p.action_name}: backend {p.backend}, "
+                               f"{len(self.waypoints)} waypoints")
+
+    # -- goal bookkeeping ----------------------------------------------------------------------
+    def _accepted(self, goal_handle: ServerGoalHandle) -> None:
+        with self._lock:
+            if self._active is not None and self._active.is_active:
+                self._preempted.add(id(self._active))   # its execute loop aborts with PREEMPTED
+            self._active = goal_handle
+        goal_handle.execute()
+
+    def _check(self, goal_handle: ServerGoalHandle, deadline: float) -> None:
+        if goal_handle.is_cancel_requested:
+            raise _Abort(R.ERROR_CANCELED, "canceled")
+        if id(goal_handle) in self._preempted:
+            raise _Abort(R.ERROR_PREEMPTED, "preempted by a newer goal")
+        if time.monotonic() > deadline:
+            raise _Abort(R.ERROR_TIMEOUT, "timed out")
+
+    def _execute(self, goal_handle: ServerGoalHandle):
+        goal = goal_handle.request
+        start = time.monotonic()
+        deadline = start + (goal.timeout_s or self.params.default_timeout_s)
+        result = R()
+        try:
+            if self.params.backend == "graphnav":
+                final = self._run_graphnav(goal_handle, goal, deadline)
+            else:
+                target = self._target(goal)
+                final = (self._run_sim if self.params.backend == "sim" else self._run_nav2)(goal_handle, target, deadline)
+            result.success, result.error_code, result.message = True, R.ERROR_NONE, "arrived"
+            if final is not None:
+                result.final_pose = pose_to_msg(final, time.time())
+            goal_handle.succeed()
+        except _Abort as exc:
+            result.success, result.error_code, result.message = False, exc.code, str(exc)
+            if exc.code == R.ERROR_CANCELED:
+                goal_handle.canceled()
+            else:
+                goal_handle.abort()
+            self.get_logger().warning(f"goal {goal.waypoint_id or 'pose'}: {exc}")
+        finally:
+            self._preempted.discard(id(goal_handle))
+        result.elapsed_s = time.monotonic() - start
+        return result
+
+    def _target(self, goal) -> Pose:
+        if goal.waypoint_id:
+            wp = self.waypoints.resolve(goal.waypoint_id)
+            if wp is None:
+                raise _Abort(R.ERROR_UNKNOWN_WAYPOINT, f"unknown waypoint {goal.waypoint_id!r} "
+                             f"(known: {', '.join(self.waypoints.ids()[:20]) or 'none: set waypoints_file'})")
+            return wp.pose
+        pose = pose_from_msg(goal.pose)
+        if not pose.is_finite():
+            raise _Abort(R.ERROR_UNREACHABLE, "goal pose has NaN/inf")
+        return pose
+
+    def _feedback(self, goal_handle, pose: Pose | None, remaining: float, status: str) -> None:
+        fb = NavigateToWaypoint.Feedback(distance_remaining=float(remaining), status=status)
+        if pose is not None:
+            fb.current_pose = pose_to_msg(pose, time.time())
+        goal_handle.publish_feedback(fb)
+
+    # -- backends ----------------------------------------------------------------------------
+    def _run_sim(self, goal_handle, target: Pose, deadline: float) -> Pose:
+        if not self.sim.reachable(target):
+            raise _Abort(R.ERROR_UNREACHABLE, f"({target.x:.1f}, {target.y:.1f}) is outside the simulated map")
+        period = 1.0 / self.params.sim_rate_hz
+        while True:
+            self._check(goal_handle, deadline)
+            remaining = self.sim.step(target, period)
+            self._feedback(goal_handle, self.sim.pose, remaining, "driving")
+            if remaining <= self.params.arrive_tolerance_m:
+                return self.sim.pose
+            time.sleep(period)
+
+    def _wait(self, future, goal_handle, deadline, downstream=None):
+        """Wait for a future while honouring cancel / preemption / timeout (cancelling downstream)."""
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        while not done.wait(0.05):
+            try:
+                self._check(goal_handle, deadline)
+            except _Abort:
+                if downstream is not None:
+                    downstream.cancel_goal_async()
+                raise
+        return future.result()
+
+    def _send(self, client, goal_msg, goal_handle, deadline, feedback):
+        if not client.wait_for_server(timeout_sec=self.params.server_wait_s):
+            raise _Abort(R.ERROR_BACKEND_UNAVAILABLE,
+                         f"{self.params.backend} action server {client._action_name} is not available")  # noqa: SLF001
+        sent = self._wait(client.send_goal_async(goal_msg, feedback_callback=feedback), goal_handle, deadline)
+        if not sent.accepted:
+            raise _Abort(R.ERROR_UNREACHABLE, f"the {self.params.backend} server rejected the goal")
+        return sent, self._wait(sent.get_result_async(), goal_handle, deadline, downstream=sent)
+
+    def _run_nav2(self, goal_handle, target: Pose, deadline: float) -> Pose | None:
+        from action_msgs.msg import GoalStatus
+        from nav2_msgs.action import NavigateToPose
+        msg = NavigateToPose.Goal(pose=pose_to_msg(target, time.time()))
+        msg.pose.header.frame_id = self.params.map_frame
+        last = {}
+
+        def on_feedback(fb):
+            last["pose"] = pose_from_msg(fb.feedback.current_pose)
+            self._feedback(goal_handle, last["pose"], fb.feedback.distance_remaining, "nav2")
+        _sent, response = self._send(self._nav2, msg, goal_handle, deadline, on_feedback)
+        if response.status != GoalStatus.STATUS_SUCCEEDED or response.result.error_code != 0:
+            raise _Abort(R.ERROR_UNREACHABLE, f"nav2 failed (status {response.status}, error "
+                         f"{response.result.error_code}: {response.result.error_msg or 'no message'})")
+        return last.get("pose")
+
+    def _run_graphnav(self, goal_handle, goal, deadline: float) -> Pose | None:
+        from spot_msgs.action import NavigateTo
+        from spot_msgs.srv import GraphNavGetLocalizationPose
+        waypoint = goal.waypoint_id
+        if not waypoint:
+            nearest = self.waypoints.nearest(*pose_from_msg(goal.pose).as_list()[:2])
+            if nearest is None:
+                raise _Abort(R.ERROR_UNKNOWN_WAYPOINT, "graphnav needs a waypoint id (or a waypoints_file to map poses)")
+            waypoint = nearest.waypoint_id
+        elif len(self.waypoints) and self.waypoints.resolve(waypoint) is not None:
+            waypoint = self.waypoints.resolve(waypoint).waypoint_id  # names ("kitchen") -> GraphNav ids
+        _sent, response = self._send(self._graphnav, NavigateTo.Goal(waypoint_id=waypoint), goal_handle, deadline,
+                                     lambda fb: self._feedback(goal_handle, None, 0.0,
+                                                               f"graphnav at {fb.feedback.waypoint_id}"))
+        if not response.result.success:
+            raise _Abort(R.ERROR_UNREACHABLE, f"graphnav failed: {response.result.message}")
+        if self._localize.wait_for_service(timeout_sec=1.0):
+            loc = self._wait(self._localize.call_async(GraphNavGetLocalizationPose.Request()), goal_handle,
+                             time.monotonic() + 5.0)
+            if loc.success:
+                pose = pose_from_msg(loc.pose)
+                self.waypoints.learn(waypoint, pose)
+                return pose
+        return None
+
+
+def main() -> None:
+    run_node(NavBridgeNode, threads=4)
+
+
+if __name__ == "__main__":
+    main()

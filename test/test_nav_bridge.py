@@ -1,0 +1,140 @@
+"""Integration: the navigation bridge against stand-ins implementing the upstream Nav2 and
+spot_ros2 interfaces, each in its own process, over DDS: success, failure, cancel, timeout,
+preemption, unknown waypoint, backend unavailable."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from embodied_memory_interfaces.action import NavigateToWaypoint
+from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+from rosutil import LaunchedStack
+
+pytestmark = pytest.mark.integration
+R = NavigateToWaypoint.Result
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def standins():
+    proc = subprocess.Popen([sys.executable, str(HERE / "nav_standins.py")])
+    yield proc
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def bridge(tmp_path, backend, extra=""):
+    waypoints = tmp_path / "waypoints.yaml"
+    waypoints.write_text("waypoints:\n  wp_kitchen: {x: 3.0, y: 4.0, yaw: 0.0, names: [kitchen]}\n"
+                         "  wp_far: {x: 500.0, y: 0.0}\n")
+    stack = tmp_path / f"{backend}.yaml"
+    stack.write_text(f"""nodes:
+  nav_bridge:
+    executable: nav_bridge_node
+    parameters: {{backend: {backend}, waypoints_file: "{waypoints}", server_wait_s: 3.0, sim_speed: 5.0{extra}}}
+""")
+    return LaunchedStack(stack, tmp_path / f"{backend}.log")
+
+
+class Client:
+    def __init__(self, context):
+        self.node = Node("nav_test_client", context=context)
+        self.client = ActionClient(self.node, NavigateToWaypoint, "/navigate_to_waypoint")
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        assert self.client.wait_for_server(timeout_sec=30)
+
+    def spin_until(self, future, timeout=30.0):
+        end = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.05)
+        assert future.done(), "no answer from the bridge"
+        return future.result()
+
+    def send(self, **fields):
+        goal = NavigateToWaypoint.Goal(**{k: v for k, v in fields.items() if k != "x"})
+        if "x" in fields:
+            goal.pose.header.frame_id = "map"
+            goal.pose.pose.position.x = float(fields["x"])
+            goal.pose.pose.orientation.w = 1.0
+        feedback = []
+        handle = self.spin_until(self.client.send_goal_async(goal, feedback_callback=feedback.append))
+        assert handle.accepted
+        return handle, feedback
+
+    def result(self, handle, timeout=30.0):
+        return self.spin_until(handle.get_result_async(), timeout).result
+
+
+def test_nav2_backend(tmp_path, standins, ros_context):
+    stack = bridge(tmp_path, "nav2")
+    client = Client(ros_context)
+    try:
+        handle, feedback = client.send(waypoint_id="kitchen")
+        res = client.result(handle)
+        assert res.success and res.error_code == R.ERROR_NONE and feedback
+        assert (res.final_pose.pose.position.x, res.final_pose.pose.position.y) == (3.0, 4.0)
+        res = client.result(client.send(x=666)[0])
+        assert not res.success and res.error_code == R.ERROR_UNREACHABLE and "no path" in res.message
+        res = client.result(client.send(waypoint_id="attic")[0])
+        assert res.error_code == R.ERROR_UNKNOWN_WAYPOINT and "wp_kitchen" in res.message
+        res = client.result(client.send(x=999, timeout_s=1.5)[0])
+        assert res.error_code == R.ERROR_TIMEOUT and res.elapsed_s < 5
+        slow, _ = client.send(x=999)
+        client.spin_until(slow.cancel_goal_async())
+        res = client.result(slow)
+        assert res.error_code == R.ERROR_CANCELED
+        slow, _ = client.send(x=999)
+        time.sleep(0.5)
+        fresh, _ = client.send(waypoint_id="wp_kitchen")
+        assert client.result(slow).error_code == R.ERROR_PREEMPTED
+        assert client.result(fresh).success
+    finally:
+        client.node.destroy_node()
+        stack.stop()
+
+
+def test_graphnav_backend_and_unavailable_server(tmp_path, standins, ros_context):
+    stack = bridge(tmp_path, "graphnav")
+    client = Client(ros_context)
+    try:
+        handle, feedback = client.send(waypoint_id="kitchen")        # a name -> the GraphNav id
+        res = client.result(handle)
+        assert res.success and res.final_pose.pose.position.x == float(len("wp_kitchen"))
+        assert any("graphnav at wp_kitchen" in f.feedback.status for f in feedback)
+        res = client.result(client.send(waypoint_id="wp_fail")[0])
+        assert res.error_code == R.ERROR_UNREACHABLE and "not localized" in res.message
+        slow, _ = client.send(waypoint_id="wp_slow")
+        time.sleep(0.5)
+        client.spin_until(slow.cancel_goal_async())
+        assert client.result(slow).error_code == R.ERROR_CANCELED
+    finally:
+        client.node.destroy_node()
+        stack.stop()
+    stack = bridge(tmp_path, "nav2", extra=", nav2_action: no_such_server")
+    client = Client(ros_context)
+    try:
+        res = client.result(client.send(waypoint_id="kitchen")[0])
+        assert res.error_code == R.ERROR_BACKEND_UNAVAILABLE and "no_such_server" in res.message
+    finally:
+        client.node.destroy_node()
+        stack.stop()
+
+
+def test_sim_backend_drives_and_rejects_unreachable(tmp_path, ros_context):
+    stack = bridge(tmp_path, "sim")
+    client = Client(ros_context)
+    try:
+        handle, feedback = client.send(waypoint_id="kitchen")
+        res = client.result(handle)
+        assert res.success and abs(res.final_pose.pose.position.x - 3.0) < 0.3
+        assert len(feedback) > 3 and feedback[-1].feedback.distance_remaining < feedback[0].feedback.distance_remaining
+        res = client.result(client.send(waypoint_id="wp_far")[0])
+        assert res.error_code == R.ERROR_UNREACHABLE
+    finally:
+        client.node.destroy_node()
+        stack.stop()
