@@ -13,7 +13,7 @@ def write(tmp_path, text, name="stack.yaml"):
 
 
 def test_shipped_stacks_are_valid():
-    for name in ("default", "fleet_milvus", "spot", "gpu"):
+    for name in ("default", "fleet_milvus", "spot", "gpu", "nav2"):
         stack = load_stack(resolve_stack_path(name))
         assert stack.nodes, name
 

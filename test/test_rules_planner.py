@@ -88,7 +88,7 @@ def test_parser_classifies_real_navqa_questions():
     path = shared_data("questions", "navqa_data.csv")
     rows = list(csv.DictReader(open(path, encoding="utf-8")))
     type_key = next(k for k in rows[0] if k.startswith("Type"))
-    expected = {"position": {"where"}, "binary": {"yes_no"}, "time": {"when"}, "duration": {"how_long"},
+    expected = {"position": {"where", "go"}, "binary": {"yes_no"}, "time": {"when"}, "duration": {"how_long"},
                 "text": {"what", "who", "how_many"}}
     right, total = Counter(), Counter()
     for row in rows:

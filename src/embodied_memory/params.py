@@ -83,6 +83,7 @@ class QueryAgentNodeParams(AgentParams):
     ask_service: str = "/agent/ask"
     memory_query_service: str = "/memory/query"
     memory_timeout_s: float = 10.0
+    navigation_action: str = ""            # e.g. /navigate_to_waypoint: enables the navigate tool
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Optional
 from zoneinfo import ZoneInfo
 
-KINDS = ("where", "when", "how_long", "yes_no", "who", "how_many", "what")
+KINDS = ("go", "where", "when", "how_long", "yes_no", "who", "how_many", "what")
 
 # start-anchored patterns first (in order), then words anywhere in the question
 _KIND_PATTERNS = [
+    ("go", r"^((can|could|would|will) you (please )?)?(go|drive|navigate|move|head|take me|bring me|lead me|"
+           r"guide me)\b(?!.*\?$)|^((can|could|would|will) you (please )?)?(go|drive|navigate|head) to\b"),
     ("how_long", r"^(for )?how (long|much time)\b(?! ago)"),
     ("when", r"^(when|what time|at what time|how long ago|how many (minutes|hours|days) ago)\b"),
     ("how_many", r"^how many\b"),
@@ -42,7 +44,7 @@ currently now just recently earlier before after around approximately roughly du
 and or not no yes than then still again also only place room area located location
 people person persons someone somebody anyone anybody everyone everybody visitors visitor
 arrive arrived arrives arrival leave left leaves leaving enter entered exit exited stay stayed spend spent
-get got here there""".split())
+get got here there take bring lead guide drive navigate move head go goes went""".split())
 
 _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10,
                  "fifteen": 15, "twenty": 20, "thirty": 30, "few": 3, "couple": 2}

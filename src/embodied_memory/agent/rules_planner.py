@@ -90,6 +90,24 @@ class RulesPlanner:
         return self._evidence(self._located("position", row, tools, f"I saw {p.target or 'it'}"),
                               list({r["id"]: r for r in [row] + rows}.values()))
 
+    def _go(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
+        """A command ("go to where you last saw Alice"): find the place, then drive there."""
+        ans = self._where(p, tools)
+        if ans.status != "ok" or tools.navigate is None:
+            return ans  # without a bridge: say where it is
+        target = ans.waypoint or (p.place if p.place else "")
+        if not target:
+            return no_answer("the place has no waypoint to drive to", self.name)
+        result = tools.run("navigate_to_waypoint", {"waypoint": target, "person": p.person if p.about_people else ""})
+        ans.type = "waypoint"
+        if isinstance(result, dict) and result.get("success"):
+            ans.text = f"Arrived at {target} ({ans.text.rstrip('.')})."
+            ans.position = result.get("final_position", ans.position)
+        else:
+            ans.status = "error"
+            ans.error = f"navigation to {target} failed: {(result or {}).get('message') or (result or {}).get('error')}"
+        return ans
+
     def _when(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
         ans = self._where(p, tools)
         if ans.status == "ok":

@@ -52,7 +52,11 @@ class QueryAgentNode(Node):
         self.params = node_params(self, QueryAgentNodeParams)
         agent_params = AgentParams(**{k: getattr(self.params, k) for k in AgentParams.__dataclass_fields__})
         memory = RosMemoryClient(self, self.params.memory_query_service, self.params.memory_timeout_s)
-        self.agent = QueryAgent(memory, agent_params)
+        navigate = None
+        if self.params.navigation_action:
+            from .navigation_client import NavigateClient
+            navigate = NavigateClient(self, self.params.navigation_action)
+        self.agent = QueryAgent(memory, agent_params, navigate=navigate)
         self.create_service(Ask, self.params.ask_service, self._on_ask,
                             callback_group=MutuallyExclusiveCallbackGroup())
         mode = self.params.planner if self.params.planner != "auto" else ("llm" if self.agent.client else "rules")
