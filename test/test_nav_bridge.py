@@ -138,3 +138,40 @@ def test_sim_backend_drives_and_rejects_unreachable(tmp_path, ros_context):
     finally:
         client.node.destroy_node()
         stack.stop()
+
+
+def test_verify_person_on_arrival(tmp_path, ros_context):
+    """HUMEMBR's check: after arrival the bridge waits for a fresh sighting in the memory."""
+    from embodied_memory_interfaces.msg import Observation as ObservationMsg
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from embodied_memory.nodes.conversions import observation_to_msg
+    from embodied_memory.types import Observation, PersonSighting, Pose
+    waypoints = tmp_path / "waypoints.yaml"
+    waypoints.write_text("waypoints:\n  wp_kitchen: {x: 3.0, y: 4.0, names: [kitchen]}\n")
+    stack_file = tmp_path / "stack.yaml"
+    stack_file.write_text(f"""nodes:
+  memory:
+    executable: memory_node
+    parameters: {{data_dir: "{tmp_path / 'store'}", text_embedder: hash}}
+  nav_bridge:
+    executable: nav_bridge_node
+    parameters: {{backend: sim, waypoints_file: "{waypoints}", sim_speed: 10.0, verify_person_timeout_s: 6.0}}
+""")
+    stack = LaunchedStack(stack_file, tmp_path / "launch.log")
+    client = Client(ros_context)
+    pub = client.node.create_publisher(ObservationMsg, "/memory/observations",
+                                       QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+    try:
+        res = client.result(client.send(waypoint_id="kitchen", verify_person_id="person_0001")[0])
+        assert not res.success and res.error_code == R.ERROR_PERSON_NOT_FOUND and "arrived" in res.message
+        handle, _ = client.send(waypoint_id="kitchen", verify_person_id="person_0001")
+        time.sleep(1.5)  # the robot has arrived; the camera sees the person
+        seen = Observation("look-1", time.time(), "live", Pose(3.0, 4.0), description="a person at the kitchen",
+                           people=[PersonSighting((1, 1, 9, 9), "person_0001", 0.9)])
+        pub.publish(observation_to_msg(seen))
+        res = client.result(handle)
+        assert res.success and res.person_verified
+    finally:
+        client.node.destroy_node()
+        stack.stop()

@@ -92,6 +92,8 @@ class FrameSelectorNodeParams(SelectionParams, TopicParams):
 
     keyframes_topic: str = "/memory/keyframes"
     progress_topic: str = "/memory/frames_processed"   # replay --paced waits on it
+    waypoints_file: str = ""                           # tag frames with the nearest waypoint when
+    waypoint_radius_m: float = 3.0                     # no waypoint topic says where the robot is
     episode_id: str = ""                               # "" = "run_<start time>"
     flush_after_s: float = 3.0                         # no frame for this long: close the segment
 
@@ -117,6 +119,8 @@ class NavBridgeNodeParams:
     sim_speed: float = 1.0
     sim_rate_hz: float = 20.0
     arrive_tolerance_m: float = 0.25
+    memory_query_service: str = "/memory/query"         # verify_person_id: look for a fresh sighting
+    verify_person_timeout_s: float = 20.0
 
     def validate(self) -> None:
         if self.backend not in ("graphnav", "nav2", "sim"):

@@ -60,6 +60,12 @@ class WaypointTable:
                 return w
         return None
 
+    def label_for(self, x: float, y: float, radius: float) -> str:
+        """The id of the nearest waypoint within ``radius`` metres ("" if none): how an
+        observation is tagged when no GraphNav localisation says where the robot is."""
+        nearest = self.nearest(x, y, radius)
+        return nearest.waypoint_id if nearest else ""
+
     def nearest(self, x: float, y: float, max_distance: float = math.inf) -> Optional[Waypoint]:
         best = min(self._by_id.values(), key=lambda w: math.hypot(w.pose.x - x, w.pose.y - y), default=None)
         if best is None or math.hypot(best.pose.x - x, best.pose.y - y) > max_distance:

@@ -39,6 +39,10 @@ class FrameSelectorNode(Node):
         self.episode = p.episode_id or datetime.now(timezone.utc).strftime("run_%Y%m%dT%H%M%S")
         self.poses, self.depths = PoseBuffer(), TimeBuffer(max_items=30)
         self.waypoint, self.camera_info = "", None
+        self.waypoint_table = None
+        if p.waypoints_file:
+            from ..nav.waypoints import WaypointTable
+            self.waypoint_table = WaypointTable.from_yaml(p.waypoints_file)
         reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
         compressed = p.image_topic.rstrip("/").endswith("compressed")
         self.create_subscription(CompressedImage if compressed else Image, p.image_topic, self._on_image, reliable)
@@ -102,6 +106,12 @@ class FrameSelectorNode(Node):
             self._retry_pending()
             self._select(stamp, msg, pose, self.waypoint)
 
+    def _waypoint_for(self, pose, reported: str) -> str:
+        """The reported waypoint (GraphNav), else the nearest one of the table within the radius."""
+        if reported or self.waypoint_table is None or pose is None:
+            return reported
+        return self.waypoint_table.label_for(pose.x, pose.y, self.params.waypoint_radius_m)
+
     def _select(self, stamp: float, msg, pose, waypoint: str) -> None:
         try:
             if pose is None:
@@ -111,7 +121,7 @@ class FrameSelectorNode(Node):
                                               f"{self.params.pose_tolerance_s}s (is {self.params.odom_topic or self.params.tf_topic} publishing?)")
                 return
             image = decode_image_msg(msg)
-            self._emit(self.selector.push(stamp, image, (msg, pose, waypoint)))
+            self._emit(self.selector.push(stamp, image, (msg, pose, self._waypoint_for(pose, waypoint))))
         except ImageDecodeError as exc:
             self.bad_images += 1
             self.get_logger().error(f"frame skipped: {exc}")

@@ -95,7 +95,16 @@ class NavBridgeNode(Node):
             result.success, result.error_code, result.message = True, R.ERROR_NONE, "arrived"
             if final is not None:
                 result.final_pose = pose_to_msg(final, time.time())
-            goal_handle.succeed()
+            if goal.verify_person_id:
+                result.person_verified = self._verify_person(goal_handle, goal.verify_person_id, deadline)
+                if not result.person_verified:
+                    result.success, result.error_code = False, R.ERROR_PERSON_NOT_FOUND
+                    result.message = (f"arrived, but {goal.verify_person_id} was not seen within "
+                                      f"{self.params.verify_person_timeout_s:.0f} s")
+            if result.success:
+                goal_handle.succeed()
+            else:
+                goal_handle.abort()
         except _Abort as exc:
             result.success, result.error_code, result.message = False, exc.code, str(exc)
             if exc.code == R.ERROR_CANCELED:
@@ -107,6 +116,27 @@ class NavBridgeNode(Node):
             self._preempted.discard(id(goal_handle))
         result.elapsed_s = time.monotonic() - start
         return result
+
+    def _verify_person(self, goal_handle, person: str, deadline: float) -> bool:
+        """HUMEMBR's check on arrival: the camera keeps streaming through perception into the
+        memory; wait for a sighting of ``person`` made after arrival."""
+        from .query_agent_node import MemoryServiceError, RosMemoryClient
+        if not hasattr(self, "_memory"):
+            self._memory = RosMemoryClient(self, self.params.memory_query_service, 5.0)
+        arrived = time.time()
+        end = time.monotonic() + self.params.verify_person_timeout_s
+        while time.monotonic() < end:
+            self._check(goal_handle, max(deadline, end))
+            try:
+                seen = self._memory.call("person_observations", {"person": person, "t_start": arrived - 1.0})
+            except MemoryServiceError as exc:
+                if "unknown person" not in str(exc):
+                    self.get_logger().warning(f"person check: {exc}")
+                seen = []
+            if seen:
+                return True
+            time.sleep(0.5)
+        return False
 
     def _target(self, goal) -> Pose:
         if goal.waypoint_id:
