@@ -120,7 +120,7 @@ class NavBridgeNode(Node):
     def _verify_person(self, goal_handle, person: str, deadline: float) -> bool:
         """HUMEMBR's check on arrival: the camera keeps streaming through perception into the
         memory; wait for a sighting of ``person`` made after arrival."""
-        from .query_agent_node import MemoryServiceError, RosMemoryClient
+        from .memory_client import MemoryServiceError, RosMemoryClient
         if not hasattr(self, "_memory"):
             self._memory = RosMemoryClient(self, self.params.memory_query_service, 5.0)
         arrived = time.time()

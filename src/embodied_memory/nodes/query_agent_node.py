@@ -5,45 +5,15 @@ process owns the store (and its vector index) while any number of agents ask.
 """
 from __future__ import annotations
 
-import json
-import threading
-
-from embodied_memory_interfaces.srv import Ask, QueryMemory
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from embodied_memory_interfaces.srv import Ask
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from ..agent.query_agent import AgentParams, QueryAgent
 from ..params import QueryAgentNodeParams
 from .common import from_time_msg, node_params, run_node
 from .conversions import answer_to_msg
-
-
-class MemoryServiceError(RuntimeError):
-    pass
-
-
-class RosMemoryClient:
-    """MemoryClient over the /memory/query service (safe to call from a service callback of a
-    multi-threaded executor: it waits on an event, not on the executor)."""
-
-    def __init__(self, node: Node, service: str, timeout_s: float):
-        self._client = node.create_client(QueryMemory, service, callback_group=ReentrantCallbackGroup())
-        self.service = service
-        self.timeout_s = timeout_s
-
-    def call(self, tool: str, arguments: dict):
-        if not self._client.wait_for_service(timeout_sec=self.timeout_s):
-            raise MemoryServiceError(f"memory service {self.service} is not available")
-        done = threading.Event()
-        future = self._client.call_async(QueryMemory.Request(tool=tool, arguments_json=json.dumps(arguments)))
-        future.add_done_callback(lambda _f: done.set())
-        if not done.wait(self.timeout_s):
-            self._client.remove_pending_request(future)
-            raise MemoryServiceError(f"memory service {self.service} did not answer {tool} in {self.timeout_s} s")
-        response = future.result()
-        if not response.success:
-            raise MemoryServiceError(response.error)
-        return json.loads(response.result_json)
+from .memory_client import RosMemoryClient
 
 
 class QueryAgentNode(Node):
