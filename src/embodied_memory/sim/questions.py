@@ -9,18 +9,18 @@ from __future__ import annotations
 import datetime as dt
 import random
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 
 from .episode import GroundTruth
 
 VISIT_GAP_S = 30 * 60
 PHRASES = {
     "position": ["Where did you last see {name}?", "Where was {name} last seen?"],
-    "time": ["When did you last see {name}?", "When was {name} last seen today?"],
-    "binary": ["Did you see {name} in the {room} today?", "Was {name} in the {room} today?"],
-    "persons": ["Who was in the {room} today?", "Who did you see in the {room} today?"],
-    "duration": ["How long was {name} in the {room} today?", "For how long did you see {name} in the {room} today?"],
+    "time": ["When did you last see {name} {day}?", "When was {name} last seen {day}?"],
+    "binary": ["Did you see {name} in the {room} {day}?", "Was {name} in the {room} {day}?"],
+    "persons": ["Who was in the {room} {day}?", "Who did you see in the {room} {day}?"],
+    "duration": ["How long was {name} in the {room} {day}?", "For how long did you see {name} in the {room} {day}?"],
 }
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
 @dataclass
@@ -38,57 +38,74 @@ def _room_label(room: str) -> str:
     return room.replace("_", " ")
 
 
-def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2,
-                       day: Optional[int] = None) -> list[Question]:
+def _day_phrase(day_start: float, today_start: float) -> str:
+    days_back = round((today_start - day_start) / 86400)
+    if days_back == 0:
+        return "today"
+    if days_back == 1:
+        return "yesterday"
+    return "on " + WEEKDAYS[dt.datetime.fromtimestamp(day_start, dt.timezone.utc).weekday()]
+
+
+def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2) -> list[Question]:
+    """Questions about every simulated day (within the last week), asked after the last patrol."""
     rng = random.Random(seed)
     frames = truth.frames
     asked_at = frames[-1]["t"] + 600.0
     names = sorted(truth.positions)
-    day_start = dt.datetime.fromtimestamp(asked_at, dt.timezone.utc).replace(hour=0, minute=0, second=0).timestamp()
-    today = [f for f in frames if f["t"] >= day_start]
-    seen = {n: [f for f in today if n in f["visible"]] for n in names}
     rooms = ["kitchen", "office", "meeting_room"]
+
+    def midnight(t: float) -> float:
+        return dt.datetime.fromtimestamp(t, dt.timezone.utc).replace(hour=0, minute=0, second=0,
+                                                                       microsecond=0).timestamp()
+    today_start = midnight(asked_at)
+    days = sorted({midnight(f["t"]) for f in frames if today_start - midnight(f["t"]) < 6.5 * 86400})
     questions: list[Question] = []
 
     def phrase(kind, **kw):
         return rng.choice(PHRASES[kind]).format(**kw)
 
-    for name in rng.sample(names, len(names))[:per_type]:
-        if not seen[name]:
-            continue
-        last = seen[name][-1]
-        room = last["seen"][name]["room"]
-        questions.append(Question(phrase("position", name=name.capitalize()), "position", asked_at,
-                                  {"position": truth.positions[name][room] + [0.0], "waypoint": room}))
-        questions.append(Question(phrase("time", name=name.capitalize()), "time", asked_at, {"time": last["t"]}))
-    for name in rng.sample(names, len(names))[:per_type]:
-        yes_rooms = sorted({f["seen"][name]["room"] for f in seen[name]})
-        no_rooms = [r for r in rooms if r not in yes_rooms]
-        if yes_rooms:
-            room = rng.choice(yes_rooms)
-            questions.append(Question(phrase("binary", name=name.capitalize(), room=_room_label(room)), "binary",
-                                      asked_at, {"binary": "yes"}))
-        if no_rooms:
-            room = rng.choice(no_rooms)
-            questions.append(Question(phrase("binary", name=name.capitalize(), room=_room_label(room)), "binary",
-                                      asked_at, {"binary": "no"}))
-    for room in rng.sample(rooms, len(rooms))[:per_type]:
-        persons = sorted({n for f in today for n, where in f["seen"].items() if where["room"] == room})
-        questions.append(Question(phrase("persons", room=_room_label(room)), "persons", asked_at, {"persons": persons}))
-    for name in rng.sample(names, len(names))[:per_type]:
-        rooms_seen = sorted({f["seen"][name]["room"] for f in seen[name]})
-        if not rooms_seen:
-            continue
-        room = rng.choice(rooms_seen)
-        times = [f["t"] for f in seen[name] if f["seen"][name]["room"] == room]
-        visits, total = [[times[0]]], 0.0
-        for t in times[1:]:
-            if t - visits[-1][-1] > VISIT_GAP_S:
-                visits.append([])
-            visits[-1].append(t)
-        total = sum(v[-1] - v[0] for v in visits) / 60.0
-        questions.append(Question(phrase("duration", name=name.capitalize(), room=_room_label(room)), "duration",
-                                  asked_at, {"duration_minutes": round(total, 2)}))
+    seen_all = {n: [f for f in frames if n in f["visible"]] for n in names}
+    for name in rng.sample(names, len(names))[:per_type]:  # the last sighting overall
+        if seen_all[name]:
+            last = seen_all[name][-1]
+            room = last["seen"][name]["room"]
+            questions.append(Question(phrase("position", name=name.capitalize()), "position", asked_at,
+                                      {"position": truth.positions[name][room] + [0.0], "waypoint": room}))
+    for start in days:
+        day = _day_phrase(start, today_start)
+        frames_of_day = [f for f in frames if start <= f["t"] < start + 86400]
+        seen = {n: [f for f in frames_of_day if n in f["visible"]] for n in names}
+        for name in rng.sample(names, len(names))[:per_type]:
+            if seen[name]:
+                questions.append(Question(phrase("time", name=name.capitalize(), day=day), "time", asked_at,
+                                          {"time": seen[name][-1]["t"]}))
+        for name in rng.sample(names, len(names))[:per_type]:
+            yes_rooms = sorted({f["seen"][name]["room"] for f in seen[name]})
+            no_rooms = [r for r in rooms if r not in yes_rooms]
+            for rooms_pick, truth_value in ((yes_rooms, "yes"), (no_rooms, "no")):
+                if rooms_pick:
+                    room = rng.choice(rooms_pick)
+                    questions.append(Question(phrase("binary", name=name.capitalize(), room=_room_label(room),
+                                                     day=day), "binary", asked_at, {"binary": truth_value}))
+        for room in rng.sample(rooms, len(rooms))[:per_type]:
+            persons = sorted({n for f in frames_of_day for n, where in f["seen"].items() if where["room"] == room})
+            questions.append(Question(phrase("persons", room=_room_label(room), day=day), "persons", asked_at,
+                                      {"persons": persons}))
+        for name in rng.sample(names, len(names))[:per_type]:
+            rooms_seen = sorted({f["seen"][name]["room"] for f in seen[name]})
+            if not rooms_seen:
+                continue
+            room = rng.choice(rooms_seen)
+            times = [f["t"] for f in seen[name] if f["seen"][name]["room"] == room]
+            visits = [[times[0]]]
+            for t in times[1:]:
+                if t - visits[-1][-1] > VISIT_GAP_S:
+                    visits.append([])
+                visits[-1].append(t)
+            total = sum(v[-1] - v[0] for v in visits) / 60.0
+            questions.append(Question(phrase("duration", name=name.capitalize(), room=_room_label(room), day=day),
+                                      "duration", asked_at, {"duration_minutes": round(total, 2)}))
     return questions
 
 
