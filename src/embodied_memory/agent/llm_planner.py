@@ -3,41 +3,28 @@
 Reads native ``tool_calls`` and JSON tool calls written in the message content (small models
 do that); malformed arguments go back to the model as a tool error; after ``limit`` calls it
 must answer without tools.  If images were retrieved (LVMem), they are attached to the final
-call (longest side <= 768 px, JPEG quality 80, detail "low").
+call (``llm.images``: longest side <= 768 px, JPEG quality 80; detail "low").
 """
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import uuid
 from typing import Optional
 
-import numpy as np
-
 from ..llm.chat_client import ChatClient, ContextLengthExceeded, ToolCall
+from ..llm.images import image_data_url
 from .answer import Answer, answer_from_model, extract_json_objects, no_answer
 from .prompts import FINAL_IMAGES, FINAL_NOW, RULES_HEADER, SYSTEM
 from .tools import ToolBox, ToolCallRecord, result_text
 
 log = logging.getLogger(__name__)
 
-IMAGE_MAX_SIDE = 768
-IMAGE_JPEG_QUALITY = 80
-
-
 def encode_image(path: str) -> Optional[str]:
-    """A data URL of the image, longest side <= 768 px, JPEG quality 80 (None if unreadable)."""
+    """A retrieved image file as a data URL for the model (None if unreadable)."""
     import cv2
     image = cv2.imread(path, cv2.IMREAD_COLOR)
-    if image is None:
-        return None
-    h, w = image.shape[:2]
-    scale = IMAGE_MAX_SIDE / max(h, w)
-    if scale < 1.0:
-        image = cv2.resize(image, (max(1, int(w * scale)), max(1, int(h * scale))), interpolation=cv2.INTER_AREA)
-    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, IMAGE_JPEG_QUALITY])
-    return "data:image/jpeg;base64," + base64.b64encode(np.asarray(buf).tobytes()).decode() if ok else None
+    return image_data_url(image) if image is not None else None
 
 
 def content_tool_calls(content: str, tool_names: list[str]) -> list[ToolCall]:

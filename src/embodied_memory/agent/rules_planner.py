@@ -11,9 +11,9 @@ import datetime as dt
 from .answer import Answer, no_answer
 from .question_parser import ParsedQuestion, parse_question
 from .tools import ToolBox, ToolCallRecord
+from .visits import observed_minutes, split_visits
 
-NEAR_EQUAL = 0.05      # similarity margin within which matches count as the same thing
-VISIT_GAP_S = 30 * 60  # sightings further apart than this belong to different visits
+NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same thing
 
 
 class RulesPlanner:
@@ -126,12 +126,8 @@ class RulesPlanner:
             rows = sorted(self._matches(tools, p), key=lambda r: r["t"])
         if not rows:
             return no_answer("no sightings to measure a duration from", self.name)
-        visits = [[rows[0]]]
-        for row in rows[1:]:
-            if row["t"] - visits[-1][-1]["t"] > VISIT_GAP_S:
-                visits.append([])
-            visits[-1].append(row)
-        minutes = sum(v[-1]["t"] - v[0]["t"] for v in visits) / 60.0
+        visits = split_visits(rows, lambda r: r["t"])
+        minutes = observed_minutes(visits, lambda r: r["t"])
         who = self._name(p.person) if p.person else (p.target or "it")
         where = f" at {p.place}" if p.place else ""
         spans = ", ".join(f"{self._hhmm(v[0]['t'], tools)}-{self._hhmm(v[-1]['t'], tools)}" for v in visits)

@@ -76,22 +76,16 @@ def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "
              per_type: int = 4, progress: bool = True) -> list[RunResult]:
     from ..agent.query_agent import AgentParams, QueryAgent
     from ..agent.tools import StoreMemoryClient
-    from ..sim.demo import cache_dir
-    from ..sim.episode import EpisodeConfig, GroundTruth, generate_episode
+    from ..sim.episode import EpisodeConfig, GroundTruth, cached_episode
     from ..sim.naming import label_identities
     from ..sim.questions import generate_questions, score
     from .text_only import TextOnlyPlanner
 
     config = config or EpisodeConfig(days=1, people=3)
     out_dir.mkdir(parents=True, exist_ok=True)
-    import hashlib
-    from dataclasses import asdict
-    key = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:10]
-    episode = cache_dir() / f"eval_office_{key}"
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    if not (episode / "ground_truth.json").exists():
-        generate_episode(config, episode, progress=progress)
+    episode = cached_episode(config, progress)
     timings["simulate_s"] = time.perf_counter() - start
     truth = GroundTruth.load(episode / "ground_truth.json")
     questions = generate_questions(truth, seed=config.seed, per_type=per_type)

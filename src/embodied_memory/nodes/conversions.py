@@ -10,12 +10,9 @@ from embodied_memory_interfaces.msg import PersonSighting as PersonSightingMsg
 from embodied_memory_interfaces.msg import Region as RegionMsg
 from geometry_msgs.msg import Point, PoseStamped, Quaternion, Vector3
 
+from ..ingest.sync import yaw_from_quaternion
 from ..types import Observation, PersonSighting, Pose, Region, as_vector
 from .common import from_time_msg, to_time_msg
-
-
-def yaw_from_quaternion(q) -> float:
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
 
 
 def quaternion_from_yaw(yaw: float) -> Quaternion:
@@ -24,7 +21,8 @@ def quaternion_from_yaw(yaw: float) -> Quaternion:
 
 def pose_from_msg(msg: PoseStamped) -> Pose:
     p = msg.pose.position
-    return Pose(p.x, p.y, p.z, yaw_from_quaternion(msg.pose.orientation), msg.header.frame_id or "map")
+    q = msg.pose.orientation
+    return Pose(p.x, p.y, p.z, yaw_from_quaternion(q.x, q.y, q.z, q.w), msg.header.frame_id or "map")
 
 
 def pose_to_msg(pose: Pose, stamp: float) -> PoseStamped:

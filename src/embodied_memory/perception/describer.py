@@ -9,13 +9,13 @@ dropped, <= 110 words).  Prompt ``caption`` is ReMEmbR's free-form caption.
 """
 from __future__ import annotations
 
-import base64
 import json
 import logging
 from typing import Sequence
 
-import cv2
 import numpy as np
+
+from ..llm.images import image_data_url
 
 log = logging.getLogger(__name__)
 
@@ -74,15 +74,6 @@ def flatten_object_centric(data: dict) -> str:
     return _words_limit(" ".join(parts))
 
 
-def encode_frame(image: np.ndarray, max_side: int = 768, quality: int = 80) -> str:
-    h, w = image.shape[:2]
-    scale = max_side / max(h, w)
-    if scale < 1:
-        image = cv2.resize(image, (int(w * scale), int(h * scale)), interpolation=cv2.INTER_AREA)
-    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
-    return "data:image/jpeg;base64," + base64.b64encode(np.asarray(buf).tobytes()).decode()
-
-
 class VLMDescriber:
     name = "vlm"
 
@@ -98,7 +89,7 @@ class VLMDescriber:
         """(prose, structured JSON) for a segment's frames."""
         from ..agent.answer import extract_json_objects
         content = [{"type": "text", "text": OBJECT_CENTRIC_PROMPT if self.prompt == "object_centric" else CAPTION_PROMPT}]
-        content += [{"type": "image_url", "image_url": {"url": encode_frame(im), "detail": "low"}} for im in images]
+        content += [{"type": "image_url", "image_url": {"url": image_data_url(im), "detail": "low"}} for im in images]
         result = self._client.chat([{"role": "user", "content": content}])
         if self.prompt == "caption":
             return _words_limit(result.content.strip()), ""

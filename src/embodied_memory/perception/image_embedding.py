@@ -26,6 +26,13 @@ class ImageEmbedder(Protocol):
     def embed(self, images: Sequence[np.ndarray]) -> np.ndarray: ...
 
 
+def imagenet_batch(images: Sequence[np.ndarray], width: int, height: int) -> np.ndarray:
+    """BGR images -> an NCHW float32 batch, resized, RGB, ImageNet mean/std normalised."""
+    batch = np.stack([(cv2.resize(cv2.cvtColor(im, cv2.COLOR_BGR2RGB), (width, height)).astype(np.float32) / 255.0
+                       - _MEAN) / _STD for im in images])
+    return np.ascontiguousarray(batch.transpose(0, 3, 1, 2))
+
+
 def _normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
@@ -49,10 +56,9 @@ class MobileNetV2Embedder:
     def embed(self, images: Sequence[np.ndarray]) -> np.ndarray:
         if not len(images):
             return np.zeros((0, self.dim), np.float32)
-        batch = np.stack([(cv2.resize(cv2.cvtColor(im, cv2.COLOR_BGR2RGB), (224, 224)).astype(np.float32) / 255.0
-                           - _MEAN) / _STD for im in images]).transpose(0, 3, 1, 2)
+        batch = imagenet_batch(images, 224, 224)
         with self._lock, self._torch.no_grad():
-            out = self._model(self._torch.from_numpy(np.ascontiguousarray(batch))).numpy()
+            out = self._model(self._torch.from_numpy(batch)).numpy()
         return _normalise(out.astype(np.float32))
 
 

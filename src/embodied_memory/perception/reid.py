@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import cv2
 import numpy as np
 
+from .image_embedding import imagenet_batch
 from .weights import configured_file
-
-_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
-_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
 
 
 class TorchScriptReid:
@@ -29,8 +26,7 @@ class TorchScriptReid:
         self._model = torch.jit.load(path, map_location=self.device).eval()
 
     def embed(self, crops: Sequence[np.ndarray]) -> np.ndarray:
-        batch = np.stack([(cv2.resize(cv2.cvtColor(c, cv2.COLOR_BGR2RGB), (128, 256)).astype(np.float32) / 255.0
-                           - _MEAN) / _STD for c in crops]).transpose(0, 3, 1, 2)
+        batch = imagenet_batch(crops, 128, 256)
         with self._torch.no_grad():
-            out = self._model(self._torch.from_numpy(np.ascontiguousarray(batch)).to(self.device)).float().cpu().numpy()
+            out = self._model(self._torch.from_numpy(batch).to(self.device)).float().cpu().numpy()
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)

@@ -7,7 +7,6 @@ type through the Ask service and prints the answers next to the truth.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -18,7 +17,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,10 +24,6 @@ if TYPE_CHECKING:  # importing the simulator loads MiniWorld: only when the demo
     from .episode import EpisodeConfig
 
 log = logging.getLogger("embodied_memory.demo")
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("EMBODIED_MEMORY_CACHE", Path.home() / ".cache" / "embodied_memory"))
 
 
 def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
@@ -53,18 +47,14 @@ def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True,
     from ..nodes.common import to_time_msg
     from ..nodes.replay import replay
     from ..nodes.service_client import call_service
-    from .episode import EpisodeConfig, GroundTruth, generate_episode
+    from .episode import EpisodeConfig, GroundTruth, cached_episode
     from .naming import label_identities
     from .questions import generate_questions, score
 
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(50, 99)))  # not a robot's domain 0
     config = config or EpisodeConfig(seed=seed)
-    key = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:10]
-    episode_dir = cache_dir() / f"demo_office_seed{config.seed}_{key}"
-    if not (episode_dir / "ground_truth.json").exists():
-        print(f"[demo] simulating an office day (seed {config.seed}) -> {episode_dir}", flush=True)
-        generate_episode(config, episode_dir, progress=progress)
+    episode_dir = cached_episode(config, progress)
     truth = GroundTruth.load(episode_dir / "ground_truth.json")
     data = Path(work_dir or tempfile.mkdtemp(prefix="em_demo_"))
     data.mkdir(parents=True, exist_ok=True)

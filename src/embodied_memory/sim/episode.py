@@ -7,8 +7,10 @@ Coordinates: MiniWorld's floor plane (x, z) maps to the map frame as (x, -z); ya
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -160,6 +162,21 @@ def _visible(robot: tuple[float, float, float], target: tuple[float, float]) -> 
     angle = math.atan2(-dz, dx)
     off = abs(math.atan2(math.sin(angle - heading), math.cos(angle - heading)))
     return 0.5 < dist < 7.0 and off < HALF_HFOV and _line_of_sight((x, z), target)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("EMBODIED_MEMORY_CACHE", Path.home() / ".cache" / "embodied_memory"))
+
+
+def cached_episode(cfg: EpisodeConfig, progress: bool = True) -> Path:
+    """The episode directory for ``cfg`` (bag + ground truth), generated on first use."""
+    key = hashlib.sha256(json.dumps(asdict(cfg), sort_keys=True).encode()).hexdigest()[:10]
+    path = cache_dir() / f"office_seed{cfg.seed}_{key}"
+    if not (path / "ground_truth.json").exists():
+        print(f"[sim] simulating the office ({cfg.days} day(s), {cfg.people} people, seed {cfg.seed}) -> {path}",
+              flush=True)
+        generate_episode(cfg, path, progress=progress)
+    return path
 
 
 def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -> GroundTruth:

@@ -2,7 +2,7 @@
 
 Types follow NaVQA (position, binary, time, duration) and PersonEQA (person sets); every
 question carries the time it is asked.  Durations are what the robot could observe: the time
-between the first and last sighting of a visit (visits split by 30-minute gaps), summed.
+between the first and last sighting of a visit (``agent.visits``), summed.
 """
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import datetime as dt
 import random
 from dataclasses import asdict, dataclass, field
 
+from ..agent.visits import observed_minutes, split_visits
 from .episode import GroundTruth
 
-VISIT_GAP_S = 30 * 60
 PHRASES = {
     "position": ["Where did you last see {name}?", "Where was {name} last seen?"],
     "time": ["When did you last see {name} {day}?", "When was {name} last seen {day}?"],
@@ -98,12 +98,7 @@ def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2) -> 
                 continue
             room = rng.choice(rooms_seen)
             times = [f["t"] for f in seen[name] if f["seen"][name]["room"] == room]
-            visits = [[times[0]]]
-            for t in times[1:]:
-                if t - visits[-1][-1] > VISIT_GAP_S:
-                    visits.append([])
-                visits[-1].append(t)
-            total = sum(v[-1] - v[0] for v in visits) / 60.0
+            total = observed_minutes(split_visits(times))
             questions.append(Question(phrase("duration", name=name.capitalize(), room=_room_label(room), day=day),
                                       "duration", asked_at, {"duration_minutes": round(total, 2)}))
     return questions
