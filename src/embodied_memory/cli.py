@@ -158,6 +158,18 @@ def cmd_eval(args) -> int:
     return 0 if results else 1
 
 
+def cmd_explore_bench(args) -> int:
+    from .sim.explore_benchmark import ExploreBenchConfig, main_summary, run_explore_benchmark
+    try:
+        seeds = tuple(int(v) for v in args.seeds.split(","))
+    except ValueError as exc:
+        raise ConfigError(f"--seeds: comma-separated integers expected ({exc})") from exc
+    results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds), Path(args.out))
+    print(main_summary(results))
+    print(f"report: {Path(args.out) / 'report.md'}")
+    return 0
+
+
 def cmd_forget(args) -> int:
     from embodied_memory_interfaces.srv import Forget
     from .nodes.service_client import call_service
@@ -237,6 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", default="psfr,uniform,psfr_no_people", help="memory variants to ingest")
     p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint (enables llm, full_context answers)")
     p.add_argument("--llm-model", default="")
+    p = add("explore-bench", cmd_explore_bench, "HIMM exploration in the simulated office: SPL with and without "
+                                                "episodic recall, target in place or moved; writes report.md")
+    p.add_argument("--out", default="explore_results", help="output directory")
+    p.add_argument("--seeds", default="0,1,2,3,4,5", help="comma-separated world seeds")
     p = add("replay", cmd_replay, "play a rosbag2 (sqlite3 or MCAP) into the live topics, with /clock")
     p.add_argument("bag", help="bag directory or .mcap/.db3 file")
     p.add_argument("--rate", default="1", help="1 (real time), N, 'max' (as fast as possible) or 'paced' "

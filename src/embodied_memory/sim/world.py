@@ -148,9 +148,10 @@ class OfficeWorld(MiniWorldEnv):
     """Rooms from ROOMS, furniture, objects (some move between days), people billboards."""
 
     def __init__(self, people: list[tuple[str, Path]], seed: int = 0, width: int = 640, height: int = 480,
-                 objects: list[tuple[str, str, str]] = ()):
+                 objects: list[tuple[str, str, str]] = (), object_size: float = 0.5):
         self._people_spec = people
         self._objects_spec = list(objects)   # (kind, colour, room)
+        self._object_size = object_size
         self._seed = seed
         self._tex_dir = Path(tempfile.mkdtemp(prefix="em_sim_tex_"))
         self.people: list[SimPerson] = []
@@ -172,7 +173,8 @@ class OfficeWorld(MiniWorldEnv):
         self.objects = []
         for kind, colour, room in self._objects_spec:
             x0, x1, z0, z1 = ROOMS[room]
-            ent = Box(color=colour, size=0.5) if kind == "box" else MeshEnt(mesh_name=kind, height=0.5)
+            size = self._object_size
+            ent = Box(color=colour, size=size) if kind == "box" else MeshEnt(mesh_name=kind, height=size)
             self.place_entity(ent, min_x=x0 + 0.8, max_x=x1 - 0.8, min_z=z0 + 0.8, max_z=z1 - 0.8)
             self.objects.append((kind, colour, ent))
         self.people = []

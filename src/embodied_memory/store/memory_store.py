@@ -404,6 +404,10 @@ class MemoryStore:
                 out[row["id"]] = row
         return out
 
+    def _episode_row_ids(self, episode: str, column: str) -> np.ndarray:
+        return np.fromiter((r[0] for r in self._conn().execute(
+            f"SELECT id FROM observations WHERE episode_id=? AND {column} IS NOT NULL", (episode,))), np.int64)
+
     def _person_row_ids(self, person: str) -> np.ndarray:
         identity = self.resolve_person(person)
         rows = self._conn().execute("SELECT DISTINCT obs FROM sightings WHERE identity_id=?", (identity,))
@@ -487,10 +491,12 @@ class MemoryStore:
                             use_recency=True, subset=subset)
         return [self._record(row, score) for score, row in hits]
 
-    def text_observations(self, query: str, k: int = 5, before: Optional[float] = None) -> list[dict]:
-        """ReMEmbR ``retrieve_from_text``: plain cosine top-k over descriptions."""
+    def text_observations(self, query: str, k: int = 5, before: Optional[float] = None,
+                          episode: Optional[str] = None) -> list[dict]:
+        """ReMEmbR ``retrieve_from_text``: plain cosine top-k over descriptions (optionally of
+        one episode: HIMM's target query on a recalled episode)."""
         hits = self._ranked("text", self.embed_text(query), k, before=before, now=time.time(),
-                            use_recency=False)
+                            use_recency=False, subset=self._episode_row_ids(episode, "text_emb") if episode else None)
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
 
     def image_retrieval(self, query: str, m: int = 3, before: Optional[float] = None) -> list[dict]:
@@ -515,10 +521,7 @@ class MemoryStore:
         vec = as_vector(embedding)
         if vec is None:
             raise StoreError("visual_similarity: empty embedding")
-        subset = None
-        if episode:
-            subset = np.fromiter((r[0] for r in self._conn().execute(
-                "SELECT id FROM observations WHERE episode_id=? AND image_emb IS NOT NULL", (episode,))), np.int64)
+        subset = self._episode_row_ids(episode, "image_emb") if episode else None
         accept = (lambda row: row["episode_id"] != exclude_episode) if exclude_episode else None
         hits = self._ranked("image", vec, k, before=None, now=time.time(), use_recency=False,
                             subset=subset, accept=accept)
