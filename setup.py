@@ -13,6 +13,7 @@ NODES = {
     "frame_selector_node": "embodied_memory.nodes.frame_selector_node:main",
     "perception_node": "embodied_memory.nodes.perception_node:main",
     "nav_bridge_node": "embodied_memory.nodes.nav_bridge_node:main",
+    "explore_node": "embodied_memory.nodes.explore_node:main",
 }
 
 setup(

@@ -20,6 +20,7 @@ def call(node, srv_type, name: str, request, timeout: float = 20.0, attempt_s: f
     A request sent while discovery still lists a server that just died (or before a new one
     matched) is lost, so the call is repeated every ``attempt_s`` until ``timeout``."""
     client = node.create_client(srv_type, name)
+    previous = node.executor            # a node spins in one executor at a time: give it back after
     executor = SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
     deadline = time.monotonic() + timeout
@@ -37,6 +38,8 @@ def call(node, srv_type, name: str, request, timeout: float = 20.0, attempt_s: f
     finally:
         executor.remove_node(node)
         node.destroy_client(client)
+        if previous is not None:
+            previous.add_node(node)
 
 
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: str = "condition"):

@@ -1,6 +1,8 @@
 """The simulator: same seed, same episode, same questions and answers; faces are recognisable."""
 import json
 
+import numpy as np
+
 from embodied_memory.sim.episode import EpisodeConfig, generate_episode  # noqa: E402
 from embodied_memory.sim.questions import generate_questions, score  # noqa: E402
 # (embodied_memory.sim.world switches pyglet to headless before miniworld is imported)
@@ -21,6 +23,21 @@ def test_same_seed_gives_identical_questions_and_answers(tmp_path):
     assert other.routines != first.routines[:1] or other.frames != first.frames
     with open(tmp_path / "a" / "ground_truth.json") as handle:
         assert json.load(handle)["config"]["seed"] == 3
+
+
+def test_the_bag_has_what_a_robot_records_including_depth(tmp_path):
+    from embodied_memory.ingest.bag_reader import Bag
+    generate_episode(EpisodeConfig(seed=5, patrol_hours=(10.0,), fps=1.0), tmp_path / "e", progress=False)
+    with Bag(tmp_path / "e" / "bag") as bag:
+        topics = bag.topics
+        for name in ("/camera/color/image_raw/compressed", "/camera/color/camera_info", "/camera/depth/image_raw",
+                     "/camera/depth/camera_info", "/odom", "/tf", "/clock", "/waypoint"):
+            assert name in topics, name
+        msg = bag.deserialize(next(bag.messages(["/camera/depth/image_raw"])))
+        info = bag.deserialize(next(bag.messages(["/camera/depth/camera_info"])))
+    assert (msg.encoding, msg.width, msg.height) == ("16UC1", 160, 120) and (info.width, info.height) == (160, 120)
+    depth_mm = np.frombuffer(msg.data.tobytes(), np.uint16)
+    assert 300 < np.median(depth_mm) < 15000                  # walls a few metres away, in millimetres
 
 
 def test_scoring_rules():

@@ -58,6 +58,7 @@ class MemoryNodeParams(StoreParams):
     markers_max: int = 2000
     map_frame: str = "map"
     merges_topic: str = "/memory/identity_merges"
+    episode_maps_topic: str = "/memory/episode_maps"
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,78 @@ class NavBridgeNodeParams:
             raise ValueError("sim_speed, sim_rate_hz and default_timeout_s must be > 0")
 
 
+@dataclass(frozen=True)
+class ExploreNodeParams:
+    """Serves the Explore action (HIMM exploration with episodic and semantic memory)."""
+
+    environment: str = "sim"               # sim: the simulated office in-process (oracle target detector,
+                                           # a labelled stand-in) | robot: depth topics + navigation bridge
+    action_name: str = "/explore"
+    map_topic: str = "/explore/map"
+    frontiers_topic: str = "/explore/frontiers"
+    map_frame: str = "map"
+    episode_prefix: str = "explore"
+    image_dir: str = "~/.local/share/embodied_memory/explore_images"
+    memory_query_service: str = "/memory/query"
+    memory_timeout_s: float = 10.0
+    observations_topic: str = "/memory/observations"
+    episode_maps_topic: str = "/memory/episode_maps"
+    ask_service: str = "/agent/ask"        # the final answer to a question; "" = none
+    max_steps: int = 60
+    max_duration_s: float = 600.0          # a goal's default when it gives 0
+    look_around_views: int = 6
+    approach_radius_m: float = 1.0
+    robot_radius_m: float = 0.3
+    grid_resolution_m: float = 0.1
+    grid_size_m: float = 40.0
+    grid_origin_x: float = -20.0
+    grid_origin_y: float = -20.0
+    max_range_m: float = 6.0
+    recall_top_k: int = 10
+    target_threshold: float = 0.45
+    d_min_m: float = 3.0
+    pruning: str = "geometric"             # geometric | mllm (needs llm_base_url)
+    verifier: str = "feature_match"        # feature_match | mllm (needs llm_base_url)
+    llm_base_url: str = ""                 # OpenAI-compatible multimodal endpoint
+    llm_model: str = ""
+    sim_seed: int = 0
+    sim_start: str = "lobby"               # lobby | corridor_west | corridor_east | corridor_centre
+    sim_target_room: str = ""              # "" = chosen by the seed
+    sim_restart_each_goal: bool = True     # every goal is an episode from sim_start (benchmarks)
+    navigation_action: str = "/navigate_to_waypoint"
+    depth_topic: str = "/camera/depth/image_rect_raw"
+    camera_info_topic: str = "/camera/depth/camera_info"
+    image_topic: str = "/camera/color/image_raw/compressed"
+    pose_topic: str = "/odom"              # nav_msgs/Odometry in the map frame
+    camera_height_m: float = 1.0
+    camera_pitch_deg: float = 0.0
+    sensor_timeout_s: float = 5.0
+
+    def validate(self) -> None:
+        if self.environment not in ("sim", "robot"):
+            raise ValueError(f"environment: unknown '{self.environment}' (sim | robot)")
+        if self.pruning not in ("geometric", "mllm"):
+            raise ValueError(f"pruning: unknown '{self.pruning}' (geometric | mllm)")
+        if self.verifier not in ("feature_match", "mllm"):
+            raise ValueError(f"verifier: unknown '{self.verifier}' (feature_match | mllm)")
+        for name in ("pruning", "verifier"):
+            if getattr(self, name) == "mllm" and not self.llm_base_url:
+                raise ValueError(f"{name}: mllm needs llm_base_url (an OpenAI-compatible multimodal endpoint)")
+        if self.environment == "robot" and not self.llm_base_url:
+            raise ValueError("environment: robot recognises the target with a VLM; set llm_base_url "
+                             "(no open-vocabulary detector ships offline)")
+        if self.sim_start not in ("lobby", "corridor_west", "corridor_east", "corridor_centre"):
+            raise ValueError(f"sim_start: unknown '{self.sim_start}'")
+        if self.sim_target_room not in ("", "kitchen", "office", "meeting_room"):
+            raise ValueError(f"sim_target_room: unknown '{self.sim_target_room}' (kitchen | office | meeting_room)")
+        for name in ("max_steps", "look_around_views", "grid_resolution_m", "grid_size_m", "max_range_m",
+                     "approach_radius_m", "max_duration_s", "sensor_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}: must be > 0")
+
+
 NODE_PARAMS: dict[str, type] = {
+    "explore_node": ExploreNodeParams,
     "nav_bridge_node": NavBridgeNodeParams,
     "frame_selector_node": FrameSelectorNodeParams,
     "perception_node": PerceptionNodeParams,

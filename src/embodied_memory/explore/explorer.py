@@ -48,6 +48,9 @@ class ExplorationEnv(Protocol):
 
     def observe(self) -> Frame: ...
 
+    def current_pose(self) -> Pose:
+        """The camera pose now (without waiting for a new image)."""
+
     def turn_to(self, yaw: float) -> None: ...
 
     def move_along(self, points: Sequence[tuple[float, float]]) -> float:
@@ -93,7 +96,7 @@ class ExplorationResult:
     grid: Optional[OccupancyGrid] = None
 
 
-Feedback = Callable[[S, int, int, float, Pose], None]
+Feedback = Callable[["Explorer", Pose], None]     # called once per step (state, frontiers, map)
 
 
 class Explorer:
@@ -139,7 +142,7 @@ class Explorer:
         return frame, seen, embedding
 
     def _look_around(self, target: str, views: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        here = self.env.observe().pose
+        here = self.env.current_pose()
         yaw0 = here.yaw
         self._looked_from.append((here.x, here.y))
         out = []
@@ -154,7 +157,7 @@ class Explorer:
     def _drive(self, cells: list[tuple[int, int]], target: str, budget_m: float) -> None:
         """Drive along a grid path for at most ``budget_m``, looking ahead every ``observe_every_m``."""
         pts = [tuple(float(v) for v in self.grid.to_world(r, c)) for r, c in simplify(cells, 3)]
-        here = self.env.observe().pose
+        here = self.env.current_pose()
         driven, since_view, prev = 0.0, 0.0, (here.x, here.y)
         for pt in pts:
             seg = math.hypot(pt[0] - prev[0], pt[1] - prev[1])
@@ -174,7 +177,7 @@ class Explorer:
 
     def _paths(self) -> tuple[GridPaths, np.ndarray]:
         values = self.grid.values()
-        pose = self.env.observe().pose
+        pose = self.env.current_pose()
         r, c = self.grid.to_cell(pose.x, pose.y)
         return GridPaths(traversable(values, self._radius_cells), (int(r), int(c)), self.grid.resolution), values
 
@@ -197,6 +200,7 @@ class Explorer:
         self.meta = MetaMemory()
         self.target_xy: Optional[tuple[float, float]] = None
         self._looked_from: list[tuple[float, float]] = []
+        self.frontiers: list[Frontier] = []
         prunes: list[PruneResult] = []
         if self.store is not None:
             self.store.add_episode(Episode(episode_id, self.env.observe().stamp, name=target or question, world=world))
@@ -217,7 +221,9 @@ class Explorer:
                 break
             self.step += 1
             state = self.meta.state
-            pose = self.env.observe().pose
+            pose = self.env.current_pose()
+            if self.feedback is not None:
+                self.feedback(self, pose)
             if state == S.EXPLORATION and self.target_xy is not None:
                 self.meta.switch(S.TARGET_VERIFICATION, self.step, f"target seen at {self._fmt(self.target_xy)}")
                 continue
@@ -236,7 +242,7 @@ class Explorer:
                 goal = self._goal_near(paths, *self.target_xy, p.approach_radius_m)
                 if goal is not None:
                     self._drive(paths.path_to(goal), target, budget_m=float("inf"))
-                pose = self.env.observe().pose
+                pose = self.env.current_pose()
                 tx, ty = self.target_xy
                 self.env.turn_to(math.atan2(ty - pose.y, tx - pose.x))
                 self.meta.switch(S.CHECK_READY_TO_ANSWER, self.step,
@@ -261,8 +267,7 @@ class Explorer:
                 candidates = decision.kept or frontiers
             else:
                 candidates = frontiers
-            if self.feedback is not None:
-                self.feedback(self.meta.state, self.step, len(candidates), self.path_length, pose)
+            self.frontiers = candidates
             goal = self._memory_goal(paths, recall)
             if goal is None:
                 chosen = self._choose(candidates, paths, recall)
@@ -282,10 +287,10 @@ class Explorer:
                                           f"{len(frontiers)} frontiers, {len(candidates)} after pruning"))
             path = paths.path_to(goal)
             self._drive(path, target, p.segment_m)
-            end = self.env.observe().pose
+            end = self.env.current_pose()
             if self.target_xy is None and math.hypot(*(np.array(self.grid.to_world(*goal)) - (end.x, end.y))) < 0.6:
                 self._look_around(target, max(4, p.look_around_views // 2 + 1))
-        final = self.env.observe().pose
+        final = self.env.current_pose()
         if self.store is not None:
             self.store.save_occupancy_map(episode_id, self.grid.values(), self.grid.resolution, self.grid.origin)
         return ExplorationResult(success, message, episode_id, round(self.path_length, 3), self.step, self.target_xy,
@@ -331,7 +336,7 @@ class Explorer:
         return best
 
     def _xyyaw(self) -> tuple[float, float, float]:
-        p = self.env.observe().pose
+        p = self.env.current_pose()
         return p.x, p.y, p.yaw
 
     def _choose(self, frontiers: Sequence[Frontier], paths: GridPaths,

@@ -112,7 +112,8 @@ class BagWriter:
 
     def frame(self, stamp: float, bgr: np.ndarray, x: float, y: float, yaw: float, *,
               depth: Optional[np.ndarray] = None, waypoint: str = "", fx: Optional[float] = None) -> None:
-        """Everything a robot records for one camera frame."""
+        """Everything a robot records for one camera frame; a depth image (metres) may have its
+        own resolution (same field of view): it gets its own camera info."""
         self.clock(stamp)
         if waypoint:  # before the image: the robot knows where it is when the frame arrives
             self.waypoint(stamp, waypoint)
@@ -122,4 +123,7 @@ class BagWriter:
         self.camera_info(stamp, w, h, fx or w / (2 * math.tan(math.radians(30))), fx or w / (2 * math.tan(math.radians(30))))
         self.image(stamp, bgr)
         if depth is not None:
+            dh, dw = depth.shape[:2]
+            dfx = (fx or w / (2 * math.tan(math.radians(30)))) * dw / w
+            self.camera_info(stamp, dw, dh, dfx, dfx, topic="/camera/depth/camera_info")
             self.depth(stamp, depth)

@@ -106,3 +106,33 @@ def answer_to_msg(answer) -> AnswerMsg:
     if answer.duration_minutes is not None:
         msg.has_duration, msg.duration_minutes = True, float(answer.duration_minutes)
     return msg
+
+
+def grid_to_msg(values: np.ndarray, resolution: float, origin: tuple[float, float], stamp: float,
+                frame_id: str = "map"):
+    """int8 grid (row 0 = lowest y; -1/0/100) -> nav_msgs/OccupancyGrid."""
+    from nav_msgs.msg import OccupancyGrid as GridMsg
+    msg = GridMsg()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = to_time_msg(stamp)
+    msg.info.map_load_time = msg.header.stamp
+    msg.info.resolution = float(resolution)
+    msg.info.height, msg.info.width = (int(v) for v in values.shape)
+    msg.info.origin.position = Point(x=float(origin[0]), y=float(origin[1]), z=0.0)
+    msg.data = np.ascontiguousarray(values, np.int8).ravel().tolist()
+    return msg
+
+
+def grid_from_msg(msg) -> tuple[np.ndarray, float, tuple[float, float]]:
+    """nav_msgs/OccupancyGrid -> (int8 grid, resolution, origin); only unrotated maps."""
+    info = msg.info
+    q = info.origin.orientation
+    if abs(yaw_from_quaternion(q.x, q.y, q.z, q.w)) > 1e-6:
+        raise ValueError("occupancy grid: a rotated map origin is not supported")
+    if not (info.resolution > 0 and info.width > 0 and info.height > 0):
+        raise ValueError("occupancy grid: resolution, width and height must be positive")
+    data = np.asarray(msg.data, np.int8)
+    if data.size != info.width * info.height:
+        raise ValueError(f"occupancy grid: {data.size} cells for {info.width}x{info.height}")
+    return data.reshape(info.height, info.width), float(info.resolution), (info.origin.position.x,
+                                                                           info.origin.position.y)

@@ -36,3 +36,51 @@ class RosMemoryClient:
         if not response.success:
             raise MemoryServiceError(response.error)
         return json.loads(response.result_json)
+
+
+class RosExplorationMemory:
+    """The explorer's memory when the memory node owns the store: recall reads go through
+    /memory/query, observations and the episode's map are published to the memory node."""
+
+    def __init__(self, node: Node, client: RosMemoryClient, observations_topic: str, maps_topic: str,
+                 map_frame: str = "map"):
+        from embodied_memory_interfaces.msg import EpisodeMap, Observation
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        qos = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
+        self._client, self._map_frame = client, map_frame
+        self._obs_pub = node.create_publisher(Observation, observations_topic, qos)
+        self._map_pub = node.create_publisher(EpisodeMap, maps_topic, qos)
+        self._episode_map = EpisodeMap
+
+    def visual_similarity(self, embedding, k: int = 10, exclude_episode=None) -> list[dict]:
+        return self._client.call("visual_similarity", {"embedding": [float(v) for v in embedding], "k": int(k),
+                                                       "exclude_episode": exclude_episode})
+
+    def text_observations(self, query: str, k: int = 5, episode=None) -> list[dict]:
+        return self._client.call("text_observations", {"query": query, "k": int(k), "episode": episode})
+
+    def load_occupancy_map(self, episode_id: str):
+        import base64
+
+        import numpy as np
+        stored = self._client.call("occupancy_map", {"episode_id": episode_id})
+        if not stored:
+            return None
+        grid = np.frombuffer(base64.b64decode(stored["data_b64"]), np.int8).reshape(stored["height"], stored["width"])
+        return {"grid": grid, "resolution": stored["resolution"], "origin": tuple(stored["origin"])}
+
+    def add_episode(self, episode) -> None:
+        """The memory node creates the episode with its first observation."""
+
+    def insert(self, observations) -> list[str]:
+        from .conversions import observation_to_msg
+        for obs in observations:
+            self._obs_pub.publish(observation_to_msg(obs))
+        return [o.observation_id for o in observations]
+
+    def save_occupancy_map(self, episode_id: str, grid, resolution: float, origin) -> None:
+        import time
+
+        from .conversions import grid_to_msg
+        self._map_pub.publish(self._episode_map(episode_id=episode_id, map=grid_to_msg(
+            grid, resolution, origin, time.time(), self._map_frame)))

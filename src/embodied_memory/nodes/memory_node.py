@@ -1,6 +1,7 @@
 """memory_node: writes observations into the MemoryStore and serves it.
 
-Subscribes  /memory/observations (embodied_memory_interfaces/Observation)
+Subscribes  /memory/observations (embodied_memory_interfaces/Observation),
+            /memory/episode_maps (EpisodeMap: an exploration episode's occupancy grid)
 Services    /memory/query (QueryMemory), /memory/stats (GetMemoryStats),
             /memory/forget (Forget), /memory/name_identity (NameIdentity)
 Publishes   /memory/markers (visualization_msgs/MarkerArray, transient local)
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 
-from embodied_memory_interfaces.msg import IdentityMerge, MemoryStats
+from embodied_memory_interfaces.msg import EpisodeMap, IdentityMerge, MemoryStats
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from embodied_memory_interfaces.srv import Forget, GetMemoryStats, NameIdentity, QueryMemory
 from geometry_msgs.msg import Point
@@ -23,7 +24,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..params import MemoryNodeParams, StoreParams
 from ..store import StoreError, open_store
 from .common import node_params, run_node, to_time_msg
-from .conversions import observation_from_msg
+from .conversions import grid_from_msg, observation_from_msg
 
 
 class MemoryNode(Node):
@@ -42,6 +43,8 @@ class MemoryNode(Node):
                                  callback_group=writes)
         self.create_subscription(IdentityMerge, self.params.merges_topic, self._on_merge,
                                  QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)
+        self.create_subscription(EpisodeMap, self.params.episode_maps_topic, self._on_episode_map,
+                                 QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)
         self.create_service(QueryMemory, "/memory/query", self._on_query, callback_group=reads)
         self.create_service(GetMemoryStats, "/memory/stats", self._on_stats, callback_group=reads)
         self.create_service(Forget, "/memory/forget", self._on_forget, callback_group=writes)
@@ -75,6 +78,15 @@ class MemoryNode(Node):
             return
         self.stored += len(stored)
         self._dirty.set()
+
+    def _on_episode_map(self, msg: EpisodeMap) -> None:
+        try:
+            values, resolution, origin = grid_from_msg(msg.map)
+            self.store.save_occupancy_map(msg.episode_id, values, resolution, origin)
+        except (StoreError, ValueError) as exc:
+            self.get_logger().error(f"rejected the map of episode {msg.episode_id!r}: {exc}")
+            return
+        self.get_logger().info(f"saved the occupancy map of episode {msg.episode_id} ({values.shape[1]}x{values.shape[0]})")
 
     def _on_merge(self, msg: IdentityMerge) -> None:
         moved = self.store.merge_identities(msg.absorbed_id, msg.surviving_id)

@@ -23,9 +23,18 @@ class NavigateClient:
         return future.result()
 
     def __call__(self, waypoint: str, person: str = "") -> dict:
+        return self._send(NavigateToWaypoint.Goal(waypoint_id=waypoint, verify_person_id=person), waypoint)
+
+    def to_pose(self, x: float, y: float, yaw: float, frame_id: str = "map") -> dict:
+        """Drive to a map-frame pose (the explorer's path points and turns)."""
+        from ..types import Pose
+        from .conversions import pose_to_msg
+        goal = NavigateToWaypoint.Goal(pose=pose_to_msg(Pose(x, y, 0.0, yaw, frame_id), 0.0))
+        return self._send(goal, f"({x:.2f}, {y:.2f})")
+
+    def _send(self, goal, waypoint: str) -> dict:
         if not self._client.wait_for_server(timeout_sec=5.0):
             return {"success": False, "message": f"navigation bridge {self.action_name} is not running"}
-        goal = NavigateToWaypoint.Goal(waypoint_id=waypoint, verify_person_id=person)
         handle = self._wait(self._client.send_goal_async(goal), 10.0)
         if not handle.accepted:
             return {"success": False, "message": "the bridge rejected the goal"}

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
+import cv2
 import numpy as np
 from ..progress import progress_bar
 
@@ -44,6 +45,7 @@ class EpisodeConfig:
     turn_rate: float = 1.2                  # rad/s
     width: int = 640
     height: int = 480
+    depth_scale: int = 4                    # depth image = colour size / this (16UC1 mm); 0 = no depth
 
 
 @dataclass
@@ -229,7 +231,12 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
                     env.agent.pos = np.array([x, 0.0, z])
                     env.agent.dir = heading
                     rgb = env.render_obs()
-                    bag.frame(t, rgb[:, :, ::-1].copy(), x, -z, heading, waypoint=waypoint, fx=fx)
+                    depth = None
+                    if cfg.depth_scale:
+                        full = env.obs_fb.get_depth_map(0.04, 100.0)[..., 0]
+                        depth = cv2.resize(full, (cfg.width // cfg.depth_scale, cfg.height // cfg.depth_scale),
+                                           interpolation=cv2.INTER_NEAREST)
+                    bag.frame(t, rgb[:, :, ::-1].copy(), x, -z, heading, waypoint=waypoint, fx=fx, depth=depth)
                     truth.frames.append({"t": t, "robot": [round(x, 3), round(-z, 3), round(heading, 3)],
                                          "waypoint": waypoint, "room": robot_room, "visible": visible,
                                          "present": present, "seen": seen})

@@ -77,15 +77,17 @@ class SimExplorationEnv:
         a = self.world.agent
         return Pose(float(a.pos[0]), float(-a.pos[2]), a.cam_height, float(a.dir))
 
+    def current_pose(self) -> Pose:
+        return self.pose
+
     def observe(self) -> Frame:
         rgb = self.world.render_obs()
         depth = self.world.obs_fb.get_depth_map(0.04, 100.0)[..., 0].copy()
-        self.clock += 0.5
+        self.clock = max(time.time(), self.clock + 1e-3)   # real time: the memory takes no future stamps
         return Frame(np.ascontiguousarray(rgb[:, :, ::-1]), depth, self.pose, self.clock)
 
     def turn_to(self, yaw: float) -> None:
         self.world.agent.dir = yaw
-        self.clock += 1.0
 
     def move_along(self, points: Sequence[tuple[float, float]]) -> float:
         driven = 0.0
@@ -95,7 +97,6 @@ class SimExplorationEnv:
             if d > 1e-6:
                 self.teleport(x, y, math.atan2(y - p.y, x - p.x))
                 driven += d
-                self.clock += d / 0.8
         return driven
 
     def close(self) -> None:
@@ -152,14 +153,15 @@ class SimExplorationEnv:
 
 
 class GroundTruthTargetDetector:
-    """Simulator oracle (labelled): the target object is in view within ``max_range`` metres."""
+    """Simulator oracle (labelled): the target object is in view within ``max_range`` metres.
+    The target text names the object ("rubber duck", or a question that mentions it)."""
 
     def __init__(self, env: SimExplorationEnv, max_range: float = 4.0):
         self.env, self.max_range = env, max_range
 
     def detect(self, frame: Frame, target: str) -> Optional[tuple[float, float]]:
         for name, ent in self.env.entities():
-            if name == target and self.env.visible(frame, ent.pos[0], -ent.pos[2], ent.height, self.max_range):
+            if name in target.lower() and self.env.visible(frame, ent.pos[0], -ent.pos[2], ent.height, self.max_range):
                 return float(ent.pos[0]), float(-ent.pos[2])
         return None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import base64
 import math
 import re
 import sqlite3
@@ -177,8 +178,10 @@ class MemoryStore:
     @property
     def text_embedder(self):
         if self._text_embedder is None:
-            from ..perception.text_embedding import make_text_embedder
-            self._text_embedder = make_text_embedder(self.params.text_embedder, self.params.text_dim)
+            with self._index_lock:   # one load, even when the warm-up thread and a writer race
+                if self._text_embedder is None:
+                    from ..perception.text_embedding import make_text_embedder
+                    self._text_embedder = make_text_embedder(self.params.text_embedder, self.params.text_dim)
         return self._text_embedder
 
     def embed_text(self, text: str) -> np.ndarray:
@@ -792,9 +795,11 @@ class MemoryStore:
             self._index(kind).checkpoint(max_id, gen)
 
     def warm_up(self) -> None:
-        """Open every vector index now (a node calls this in the background after start)."""
+        """Open every vector index and load the text model now (a node calls this in the
+        background after start, so the first write or query does not wait for them)."""
         for kind in self.VECTOR_KINDS:
             self._index(kind)
+        self.embed_text("warm up")
 
     def _delete_observations(self, where: str, args: tuple, dry_run: bool) -> dict:
         conn = self._conn()
@@ -882,6 +887,17 @@ class MemoryStore:
         grid = np.frombuffer(r["data"], dtype=np.int8).reshape(r["height"], r["width"])
         return {"grid": grid, "resolution": r["resolution"], "origin": (r["origin_x"], r["origin_y"])}
 
+    def occupancy_map(self, episode_id: str) -> Optional[dict]:
+        """An episode's occupancy map as JSON (the query service): values base64-coded int8 rows,
+        row 0 at the lowest y (nav_msgs/OccupancyGrid layout)."""
+        stored = self.load_occupancy_map(episode_id)
+        if stored is None:
+            return None
+        grid = stored["grid"]
+        return {"episode": episode_id, "resolution": stored["resolution"], "origin": list(stored["origin"]),
+                "width": int(grid.shape[1]), "height": int(grid.shape[0]),
+                "data_b64": base64.b64encode(np.ascontiguousarray(grid, np.int8).tobytes()).decode()}
+
     def observation_count(self) -> int:
         return len(self._time_ids)
 
@@ -940,7 +956,7 @@ class MemoryStore:
     QUERY_TOOLS = ("semantic_observations", "text_observations", "image_retrieval", "visual_similarity",
                    "observations_near", "observations_between", "observations_at", "waypoint_observations",
                    "person_observations", "persons_per_day", "daily_summary", "export_identity",
-                   "rules_for", "get_observation", "latest_observation", "waypoints", "people")
+                   "rules_for", "get_observation", "latest_observation", "waypoints", "people", "occupancy_map")
 
     def call_tool(self, name: str, arguments: dict) -> Any:
         """Call a retrieval function by name with JSON arguments (the memory query service)."""

@@ -1,0 +1,96 @@
+"""The explore node over DDS with the memory and the query agent (three processes): an Explore
+goal finds the target in the simulated office (feedback with cognitive states, the occupancy
+grid and frontier markers published, observations and the map stored by the memory node); a
+second goal with episodic recall drives a shorter path and is answered by the query agent."""
+import json
+import time
+
+import pytest
+from embodied_memory_interfaces.action import Explore
+from embodied_memory_interfaces.srv import QueryMemory
+from nav_msgs.msg import OccupancyGrid
+from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from visualization_msgs.msg import MarkerArray
+
+from rosutil import LaunchedStack, call, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def episode_of(result_json):
+    rows = json.loads(result_json)
+    return rows[0]["episode"] if rows else ""
+
+
+def stack_file(tmp_path):
+    path = tmp_path / "explore.yaml"
+    path.write_text(f"""nodes:
+  memory:
+    executable: memory_node
+    parameters: {{data_dir: "{tmp_path / 'memory'}"}}
+  query_agent:
+    executable: query_agent_node
+    parameters: {{planner: rules}}
+  explore:
+    executable: explore_node
+    parameters: {{environment: sim, sim_seed: 0, sim_start: corridor_west, image_dir: "{tmp_path / 'images'}"}}
+""")
+    return path
+
+
+def test_explore_action_over_dds(tmp_path, ros_context):
+    stack = LaunchedStack(stack_file(tmp_path), tmp_path / "launch.log")
+    node = Node("explore_test_client", context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+    maps, markers = [], []
+    node.create_subscription(OccupancyGrid, "/explore/map", maps.append, latched)
+    node.create_subscription(MarkerArray, "/explore/frontiers", markers.append, latched)
+    client = ActionClient(node, Explore, "/explore")
+
+    def spin_until(future, timeout):
+        end = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+        assert future.done(), "no answer from the explore node:\n" + stack.log()[-3000:]
+        return future.result()
+
+    def explore(**fields):
+        feedback = []
+        handle = spin_until(client.send_goal_async(Explore.Goal(**fields),
+                                                   feedback_callback=lambda m: feedback.append(m.feedback)), 30)
+        assert handle.accepted
+        return spin_until(handle.get_result_async(), 240).result, feedback
+
+    try:
+        assert client.wait_for_server(timeout_sec=90), stack.log()
+        assert not spin_until(client.send_goal_async(Explore.Goal()), 30).accepted     # neither question nor target
+        first, feedback = explore(target_description="rubber duck", use_episodic_memory=False)
+        assert first.success and first.message == "target reached" and first.path_length_m > 5
+        assert first.answer.has_position and first.answer.type == "position"
+        states = [f.cognitive_state for f in feedback]
+        assert states[0] == "exploration" and "target_approaching" in states
+        assert any(f.frontiers_remaining > 0 for f in feedback)
+        assert maps and maps[-1].info.resolution == pytest.approx(0.1)
+        assert sum(v == 100 for v in maps[-1].data) > 200 and sum(v == 0 for v in maps[-1].data) > 2000
+        assert markers
+        # the memory node stores the episode's views (published while exploring) and its map
+
+        def stored():
+            res = call(node, QueryMemory, "/memory/query", QueryMemory.Request(
+                tool="text_observations", arguments_json='{"query": "rubber duck", "k": 3}'))
+            maps_ok = call(node, QueryMemory, "/memory/query", QueryMemory.Request(
+                tool="occupancy_map", arguments_json=json.dumps({"episode_id": episode_of(res.result_json)})))
+            return "rubber duck" in res.result_json and maps_ok.result_json != "null"
+        wait_until(stored, 60, interval=1.0, what="the memory node to store the first episode")
+        second, _ = explore(question="Where is the rubber duck?", use_episodic_memory=True)
+        assert second.success and second.path_length_m < 0.7 * first.path_length_m
+        assert second.answer.status == "ok" and second.answer.has_position
+        assert "recall: episode" in stack.log()
+    finally:
+        node.destroy_node()
+        assert stack.stop() == 0

@@ -1,0 +1,124 @@
+"""The explorer on a robot: frames assembled from depth / camera info / colour / pose topics
+(real DDS in-process), motion through a navigation client, and the VLM target detector's
+protocol (scripted OpenAI-compatible server)."""
+import math
+import threading
+import time
+
+import cv2
+import numpy as np
+import pytest
+from nav_msgs.msg import Odometry
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+
+from embodied_memory.explore.explorer import Frame
+from embodied_memory.explore.occupancy import OCCUPIED, CameraModel, GridParams, OccupancyGrid
+from embodied_memory.llm.chat_client import ChatClient, LLMConfig
+from embodied_memory.nodes.robot_exploration_env import RosExplorationEnv, SensorTimeout
+from embodied_memory.params import ExploreNodeParams
+from embodied_memory.perception.target_detector import VlmTargetDetector
+from embodied_memory.types import Pose
+
+from scripted_llm import ScriptedLLM, content
+
+W, H = 160, 120
+
+
+class FakeNavigate:
+    """Records the poses the explorer asks for (the bridge itself is tested in test_nav_bridge)."""
+
+    def __init__(self, odom_pub):
+        self.goals, self.odom_pub = [], odom_pub
+
+    def to_pose(self, x, y, yaw, frame_id="map"):
+        self.goals.append((x, y, yaw))
+        self.odom_pub(x, y, yaw)
+        return {"success": True, "final_position": [x, y, 0.0]}
+
+
+@pytest.fixture
+def robot(ros_context):
+    params = ExploreNodeParams(environment="robot", llm_base_url="http://127.0.0.1:9/v1", sensor_timeout_s=1.5)
+    node = Node("explore_env", context=ros_context)
+    sensors = Node("fake_sensors", context=ros_context)
+    depth_pub = sensors.create_publisher(Image, params.depth_topic, qos_profile_sensor_data)
+    info_pub = sensors.create_publisher(CameraInfo, params.camera_info_topic, qos_profile_sensor_data)
+    image_pub = sensors.create_publisher(CompressedImage, params.image_topic, qos_profile_sensor_data)
+    odom_pub = sensors.create_publisher(Odometry, params.pose_topic, 10)
+    pose = {"x": 1.0, "y": 2.0, "yaw": 0.0}
+
+    def publish_odom(x, y, yaw):
+        pose.update(x=x, y=y, yaw=yaw)
+
+    env = RosExplorationEnv(node, params, FakeNavigate(publish_odom))
+    streaming = threading.Event()
+
+    def tick():
+        if not streaming.is_set():
+            return
+        info = CameraInfo(width=W, height=H)
+        info.k = [100.0, 0.0, (W - 1) / 2, 0.0, 100.0, (H - 1) / 2, 0.0, 0.0, 1.0]
+        info_pub.publish(info)
+        odom = Odometry()
+        odom.pose.pose.position.x, odom.pose.pose.position.y = pose["x"], pose["y"]
+        odom.pose.pose.orientation.z, odom.pose.pose.orientation.w = math.sin(pose["yaw"] / 2), math.cos(pose["yaw"] / 2)
+        odom_pub.publish(odom)
+        ok, jpeg = cv2.imencode(".jpg", np.full((H, W, 3), 90, np.uint8))
+        image_pub.publish(CompressedImage(format="jpeg", data=jpeg.tobytes()))
+        depth = np.full((H, W), 2500, np.uint16)              # a wall 2.5 m ahead, in millimetres
+        msg = Image(height=H, width=W, encoding="16UC1", step=2 * W, data=depth.tobytes())
+        msg.header.stamp = node.get_clock().now().to_msg()
+        depth_pub.publish(msg)
+    sensors.create_timer(0.05, tick)
+    executor = MultiThreadedExecutor(num_threads=2, context=ros_context)
+    executor.add_node(node)
+    executor.add_node(sensors)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    yield env, streaming, params
+    executor.shutdown()
+    node.destroy_node()
+    sensors.destroy_node()
+
+
+def test_frames_come_from_the_topics_and_motion_from_the_bridge(robot):
+    env, streaming, params = robot
+    with pytest.raises(SensorTimeout, match=params.depth_topic):
+        env.observe()                                   # nothing published yet: a clear error
+    streaming.set()
+    frame = env.observe()
+    assert frame.depth.shape == (H, W) and frame.depth[0, 0] == pytest.approx(2.5)
+    assert frame.image.shape == (H, W, 3) and env.camera.fx == 100.0
+    assert (frame.pose.x, frame.pose.y, frame.pose.z) == (1.0, 2.0, params.camera_height_m)
+    grid = OccupancyGrid(GridParams(resolution=0.1, size_m=20, origin_x=-10, origin_y=-10))
+    grid.integrate_depth(frame.depth, frame.pose.x, frame.pose.y, frame.pose.z, frame.pose.yaw, env.camera)
+    rows, cols = np.nonzero(grid.values() == OCCUPIED)
+    xs, _ = grid.to_world(rows, cols)
+    assert len(xs) > 10 and np.all(np.abs(xs - 3.5) < 0.15)     # the wall 2.5 m in front of x = 1
+    driven = env.move_along([(2.0, 2.0), (2.0, 3.0)])
+    time.sleep(0.2)
+    assert driven == pytest.approx(2.0, abs=0.05)
+    env.turn_to(math.pi / 2)
+    assert env.navigate.goals[-1] == pytest.approx((2.0, 3.0, math.pi / 2))
+
+
+def _frame():
+    depth = np.full((H, W), 3.0, np.float32)
+    return Frame(np.zeros((H, W, 3), np.uint8), depth, Pose(0.0, 0.0, 1.0, math.pi / 2), time.time())
+
+
+def test_vlm_target_detector_places_the_pointed_pixel_through_depth():
+    camera = CameraModel(100.0, 100.0, (W - 1) / 2, (H - 1) / 2, W, H)
+    with ScriptedLLM([content('{"visible": true, "u": 79.5, "v": 59.5}'), content('{"visible": false}'),
+                      content("I think I see it!")]) as llm:
+        detector = VlmTargetDetector(ChatClient(LLMConfig(base_url=llm.base_url, model="m")), camera)
+        spot = detector.detect(_frame(), "first aid kit")
+        assert spot == pytest.approx((0.0, 3.0), abs=0.05)      # 3 m ahead of a robot facing +y
+        assert detector.detect(_frame(), "first aid kit") is None
+        assert detector.detect(_frame(), "first aid kit") is None  # malformed: not in view, logged
+        assert "first aid kit" in llm.requests[0]["messages"][0]["content"][0]["text"]
+    down = VlmTargetDetector(ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m")), camera)
+    assert down.detect(_frame(), "first aid kit") is None
