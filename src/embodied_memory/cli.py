@@ -153,7 +153,7 @@ def cmd_eval(args) -> int:
     config = EpisodeConfig(seed=args.seed, days=args.days, people=args.people)
     results = run_eval(Path(args.out), config, planners=tuple(args.planners.split(",")),
                        variants=tuple(args.variants.split(",")), llm_base_url=args.llm_base_url,
-                       llm_model=args.llm_model, per_type=args.per_type)
+                       llm_model=args.llm_model, per_type=args.per_type, objects=not args.no_objects)
     print((Path(args.out) / "report.md").read_text())
     return 0 if results else 1
 
@@ -246,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-type", type=int, default=4, help="questions per type (and person/room)")
     p.add_argument("--planners", default="rules,text_top_k,full_context",
                    help="comma-separated: rules, text_top_k (ReMEmbR-style), full_context, llm")
-    p.add_argument("--variants", default="psfr,uniform,psfr_no_people", help="memory variants to ingest")
+    p.add_argument("--variants", default="psfr,uniform,psfr_no_people,psfr_gt_objects",
+                   help="memory variants to ingest (psfr_gt_objects: labelled ground-truth describer ablation)")
+    p.add_argument("--no-objects", action="store_true", help="ask only about people (no object questions)")
     p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint (enables llm, full_context answers)")
     p.add_argument("--llm-model", default="")
     p = add("explore-bench", cmd_explore_bench, "HIMM exploration in the simulated office: SPL with and without "

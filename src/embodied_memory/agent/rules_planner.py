@@ -8,12 +8,16 @@ the first, for "first"/"arrive" questions) wins.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from .answer import Answer, no_answer
 from .question_parser import ParsedQuestion, parse_question
 from .tools import ToolBox, ToolCallRecord
 from .visits import observed_minutes, split_visits
 
 NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same thing
+
+
+_GENERIC = {"", "objects", "object", "things", "anything", "everything", "what"}
 
 
 class RulesPlanner:
@@ -33,7 +37,10 @@ class RulesPlanner:
     def _matches(self, tools: ToolBox, p: ParsedQuestion) -> list[dict]:
         """Observations matching the target phrase inside the window, best similarity first."""
         end = min(p.end or tools.now, tools.now)
-        hits = self._call(tools, "text_observations", {"query": p.target or p.text, "k": 30, "before": end})
+        # a time window (yesterday, on Monday) needs a deeper candidate list: the best matches
+        # overall may all lie on other days
+        k = 300 if p.start else 30
+        hits = self._call(tools, "text_observations", {"query": p.target or p.text, "k": k, "before": end})
         hits = [h for h in hits if h["t"] >= (p.start or 0.0)]
         if p.place:
             hits = [h for h in hits if h.get("waypoint") == p.place]
@@ -188,6 +195,8 @@ class RulesPlanner:
         return self._evidence(Answer(type="text", text=f"{len(rows)} matching observations.", confidence=0.3), rows)
 
     def _what(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
+        if p.place and p.target.strip().lower() in _GENERIC:
+            return self._seen_at(p, tools)
         rows = self._matches(tools, p) if p.target else []
         if not rows:
             rows = self._call(tools, "semantic_observations", {"query": p.text, "n": 3, "now": tools.now,
@@ -198,6 +207,22 @@ class RulesPlanner:
         ans = Answer(type="text", text=row["description"], position=list(row["position"]),
                      waypoint=row.get("waypoint", ""), confidence=0.4)
         ans.set_time(row["t"], tools.now, tools.tz)
+        return self._evidence(ans, rows)
+
+    def _seen_at(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
+        """What was seen at a place in the window: the distinct statements of its observations."""
+        rows = self._call(tools, "waypoint_observations", {"waypoint_id": p.place, "t_start": p.start or 0.0,
+                                                            "t_end": min(p.end or tools.now, tools.now), "limit": 10_000})
+        if not rows:
+            return no_answer(f"no observation at {p.place} in that time", self.name)
+        statements: dict[str, None] = {}
+        for row in sorted(rows, key=lambda r: r["t"]):
+            for sentence in re.split(r"(?<=[.!?])\s+", row["description"]):
+                if sentence.strip():
+                    statements.setdefault(sentence.strip())
+        text = " ".join(statements)
+        ans = Answer(type="text", text=text[:1200], waypoint=p.place, confidence=0.4)
+        ans.set_time(rows[-1]["t"], tools.now, tools.tz)
         return self._evidence(ans, rows)
 
     def _name(self, identity: str) -> str:

@@ -6,8 +6,11 @@ then every planner answers every question as of its time; answers are scored per
 Output: ``report.md``, ``results.json`` and PNG plots (accuracy per category; accuracy vs
 tokens on a log scale, as HUMEMBR's Fig. 10).
 
-Scoring (documented; no judge model offline): position within 5 m of the person or at the
-right waypoint; time and duration within 5 minutes; binary exact; persons exact set.
+Scoring: position (of a person or an object) within 5 m or at the right waypoint; time and
+duration within 5 minutes; binary exact; persons exact set; text ("what did you see in the
+kitchen?") by LLM-Match (a judge model, mark >= 4 of 5) when an endpoint is given, else by the
+documented keyword match (at least half of the objects named). Object questions need a
+describer that names objects: offline only the labelled ``psfr_gt_objects`` ablation has one.
 """
 from __future__ import annotations
 
@@ -19,12 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .llm_match import JudgeError, llm_match, llm_match_accuracy
+
 log = logging.getLogger(__name__)
 
 MEMORY_VARIANTS = {
     "psfr": {"selection": "psfr", "people": True},
     "uniform": {"selection": "uniform", "people": True},
     "psfr_no_people": {"selection": "psfr", "people": False},
+    # labelled ablation: the simulator's ground truth of visible objects appended to each
+    # description (what a VLM describer would add); never used by the default pipeline or the demo
+    "psfr_gt_objects": {"selection": "psfr", "people": True, "gt_objects": True},
 }
 
 
@@ -37,6 +45,7 @@ class RunResult:
     latency_s: list[float] = field(default_factory=list)
     tool_calls: list[int] = field(default_factory=list)
     answers: list[dict] = field(default_factory=list)
+    llm_match: list[int] = field(default_factory=list)     # judge marks 1-5 for text answers (with an endpoint)
 
     @property
     def label(self) -> str:
@@ -52,10 +61,29 @@ class RunResult:
                 "tokens_median": statistics.median(self.tokens) if self.tokens else 0,
                 "tokens_p95": sorted(self.tokens)[int(0.95 * (len(self.tokens) - 1))] if self.tokens else 0,
                 "latency_median_s": round(statistics.median(self.latency_s), 4) if self.latency_s else 0.0,
-                "tool_calls_median": statistics.median(self.tool_calls) if self.tool_calls else 0}
+                "tool_calls_median": statistics.median(self.tool_calls) if self.tool_calls else 0,
+                "llm_match_text": round(llm_match_accuracy(self.llm_match), 3) if self.llm_match else None}
 
 
-def _ingest(bag: Path, data: Path, variant: dict, progress: bool):
+def ground_truth_objects(truth):
+    """Annotator for the labelled ablation: the objects in view at the observation's time."""
+    import bisect
+    times = [f["t"] for f in truth.frames]
+
+    def annotate(obs) -> None:
+        i = bisect.bisect_left(times, obs.stamp)
+        near = [j for j in (i - 1, i) if 0 <= j < len(times) and abs(times[j] - obs.stamp) < 0.6]
+        if not near:
+            return
+        objects = sorted(truth.frames[min(near, key=lambda j: abs(times[j] - obs.stamp))].get("objects", {}))
+        if objects:
+            text = "Objects in view: " + ", ".join(f"a {name}" for name in objects) + "."
+            obs.description = f"{obs.description} {text}".strip()
+            obs.text_embedding = None          # re-embedded by the store
+    return annotate
+
+
+def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     from ..ingest.offline import ingest_bag
     from ..ingest.selection import SelectionParams
     from ..params import StoreParams
@@ -65,7 +93,8 @@ def _ingest(bag: Path, data: Path, variant: dict, progress: bool):
     store.warm_up()
     people = {} if variant["people"] else {"person_detector": "none", "face_backend": "none", "reid": "none"}
     perception = Perception(PerceptionParams(data_dir=str(data), **people))
-    report = ingest_bag(str(bag), store, perception, progress=progress,
+    annotate = ground_truth_objects(truth) if variant.get("gt_objects") else None
+    report = ingest_bag(str(bag), store, perception, progress=progress, annotate=annotate,
                         selection=SelectionParams(policy=variant["selection"], segment_s=10.0, frames_per_segment=6))
     perception.close()
     return store, report
@@ -73,12 +102,13 @@ def _ingest(bag: Path, data: Path, variant: dict, progress: bool):
 
 def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "text_top_k", "full_context"),
              variants: tuple[str, ...] = tuple(MEMORY_VARIANTS), llm_base_url: str = "", llm_model: str = "",
-             per_type: int = 4, progress: bool = True) -> list[RunResult]:
+             per_type: int = 4, progress: bool = True, objects: bool = True) -> list[RunResult]:
     from ..agent.query_agent import AgentParams, QueryAgent
     from ..agent.tools import StoreMemoryClient
     from ..sim.episode import EpisodeConfig, GroundTruth, cached_episode
     from ..sim.naming import label_identities
     from ..sim.questions import generate_questions, score
+    from ..llm.chat_client import LLMError
     from .text_only import TextOnlyPlanner
 
     config = config or EpisodeConfig(days=1, people=3)
@@ -88,12 +118,17 @@ def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "
     episode = cached_episode(config, progress)
     timings["simulate_s"] = time.perf_counter() - start
     truth = GroundTruth.load(episode / "ground_truth.json")
-    questions = generate_questions(truth, seed=config.seed, per_type=per_type)
+    questions = generate_questions(truth, seed=config.seed, per_type=per_type, objects=objects)
     planners = tuple(planners) + (("llm",) if llm_base_url and "llm" not in planners else ())
+    judge = None
+    if llm_base_url:
+        from ..llm.chat_client import ChatClient, LLMConfig
+        judge = ChatClient(LLMConfig(base_url=llm_base_url, model=llm_model, max_tokens=8))
     results: list[RunResult] = []
     for variant in variants:
         start = time.perf_counter()
-        store, report = _ingest(episode / "bag", out_dir / f"memory_{variant}", MEMORY_VARIANTS[variant], progress)
+        store, report = _ingest(episode / "bag", out_dir / f"memory_{variant}", MEMORY_VARIANTS[variant], progress,
+                                truth)
         timings[f"ingest_{variant}_s"] = time.perf_counter() - start
         names_of = label_identities(lambda tool, args: store.call_tool(tool, args),
                                     lambda ident, display: store.name_identity(ident, display), truth)
@@ -106,6 +141,13 @@ def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "
             for q in questions:
                 ans = agent.ask(q.question, as_of=q.asked_at, planner=planner)
                 ok, compared = score(q, ans.to_dict(), names_of)
+                if q.type == "text" and judge is not None:
+                    try:
+                        mark = llm_match(judge, q.question, ", ".join(q.answer["objects"]), ans.text)
+                        result.llm_match.append(mark)
+                        ok, compared = mark >= 4, f"LLM-Match {mark}/5"
+                    except (JudgeError, LLMError) as exc:
+                        log.warning("LLM-Match judge failed (%s): keyword match kept", exc)
                 result.scores.setdefault(q.type, []).append(ok)
                 result.tokens.append(ans.tokens_in + ans.tokens_out)
                 result.latency_s.append(ans.latency_s)
@@ -130,13 +172,20 @@ def write_report(out_dir: Path, results: list[RunResult], questions, timings: di
              f"Simulated office: {config.days} day(s), {config.people} people, patrols at {config.patrol_hours} h; "
              f"{len(questions)} questions ({', '.join(f'{c}: {sum(1 for q in questions if q.type == c)}' for c in categories)}).",
              "Scoring: position within 5 m or the right waypoint; time and duration within 5 min; binary exact; "
-             "persons exact set. Offline there is no judge model and no VLM: descriptions come from the detectors.",
+             "persons exact set; text by LLM-Match (mark >= 4/5) with an endpoint, else keyword match (>= half of "
+             "the objects named). Offline there is no judge model and no VLM: descriptions come from the detectors; "
+             "`psfr_gt_objects` is a LABELLED ABLATION whose descriptions add the simulator's ground truth of the "
+             "objects in view (what a VLM describer would add).",
              "", "| planner / memory | overall | " + " | ".join(categories) + " | tokens median | tokens p95 | "
              "latency median (s) | tool calls |", "|---" * (len(categories) + 6) + "|"]
     for r in results:
         s = r.summary()
         lines.append(f"| {r.label} | {s['accuracy']:.2f} | " + " | ".join(f"{r.accuracy(c):.2f}" for c in categories)
                      + f" | {s['tokens_median']} | {s['tokens_p95']} | {s['latency_median_s']} | {s['tool_calls_median']} |")
+    judged = [r for r in results if r.llm_match]
+    if judged:
+        lines += ["", "LLM-Match on text questions (OpenEQA aggregate): " + ", ".join(
+            f"{r.label} {llm_match_accuracy(r.llm_match):.2f}" for r in judged)]
     lines += ["", "Time per stage: " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
                                                  for k, v in timings.items()), "",
               "![accuracy per category](accuracy_per_category.png)", "![accuracy vs tokens](accuracy_vs_tokens.png)"]

@@ -49,5 +49,5 @@ class MetaMemory:
         if target not in TRANSITIONS[self.state]:
             raise IllegalTransition(f"{self.state.value} -> {target.value} is not a transition of the meta memory")
         self.changes.append(StateChange(step, self.state, target, reason))
-        log.info("step %d: %s -> %s (%s)", step, self.state.value, target.value, reason)
+        log.debug("step %d: %s -> %s (%s)", step, self.state.value, target.value, reason)
         self.state = target

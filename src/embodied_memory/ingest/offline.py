@@ -9,11 +9,11 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from ..progress import progress_bar
 
-from ..types import Keyframe, Pose
+from ..types import Keyframe, Observation, Pose
 from .bag_reader import Bag, BagError
 from .images import ImageDecodeError, decode_depth, decode_image_msg
 from .selection import FrameSelector, SelectionParams
@@ -73,8 +73,11 @@ def stamp_of(msg, fallback_ns: int) -> float:
 
 def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicParams(),
                selection: SelectionParams = SelectionParams(), episode_id: Optional[str] = None,
-               progress: bool = True, describe_segments: bool = False) -> IngestReport:
-    """Replay ``bag_path`` through selection and perception into ``store`` (a MemoryStore)."""
+               progress: bool = True, describe_segments: bool = False,
+               annotate: Optional[Callable[[Observation], None]] = None) -> IngestReport:
+    """Replay ``bag_path`` through selection and perception into ``store`` (a MemoryStore).
+    ``annotate`` may edit each observation before it is stored (labelled ablations only, e.g.
+    the simulator's ground-truth object descriptions)."""
     start_wall = time.perf_counter()
     report = IngestReport(bag=str(bag_path))
     poses, waypoints, depths = PoseBuffer(), TimeBuffer[str](), TimeBuffer()
@@ -98,6 +101,9 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
             for kf, s in zip(keyframes, selected):
                 kf.segment_id, kf.selection_score = s.segment_id, s.score
             observations = perception.process(keyframes, describe_together=describe_segments)
+            if annotate is not None:
+                for obs in observations:
+                    annotate(obs)
             t = time.perf_counter()
             report.stored += len(store.insert(observations))
             stage["store"] += time.perf_counter() - t

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 from ..progress import progress_bar
 
-from .world import ROOMS, OfficeWorld, room_centre, room_of, usable_portraits
+from .world import ROOMS, OfficeWorld, object_name, room_centre, room_of, usable_portraits
 
 CORRIDOR_Z = -0.5
 WAYPOINTS = {  # id -> (x, z) in MiniWorld coordinates
@@ -46,6 +46,7 @@ class EpisodeConfig:
     width: int = 640
     height: int = 480
     depth_scale: int = 4                    # depth image = colour size / this (16UC1 mm); 0 = no depth
+    moving_objects: bool = True             # small objects change rooms between days
 
 
 @dataclass
@@ -99,6 +100,7 @@ class GroundTruth:
     routines: list[list[dict]] = field(default_factory=list)
     patrols: list[tuple[float, float]] = field(default_factory=list)
     positions: dict = field(default_factory=dict)           # name -> {room: [x, y]} in the map frame
+    objects: list[dict] = field(default_factory=list)       # per day: object name -> {room, position [x, y]}
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -131,6 +133,36 @@ def _patrol_poses(cfg: EpisodeConfig):
                 yield x, z, heading, target_name
 
 
+OBJECTS = [("box", "red", "kitchen"), ("duckie", "", "office"), ("box", "blue", "meeting_room"),
+           ("medkit", "", "lobby")]
+OBJECT_ROOMS = ("kitchen", "office", "meeting_room", "lobby")
+
+
+def object_days(cfg: EpisodeConfig) -> list[dict]:
+    """Where each small object is on each day (MiniWorld x, z): on day 0 in its first room; on
+    later days (``moving_objects``) each one moves to another room with probability 0.5. Its own
+    random stream, so people's routines do not depend on it."""
+    from .world import object_name
+    rng = np.random.default_rng(cfg.seed + 7919)
+    rooms = {object_name(kind, colour): room for kind, colour, room in OBJECTS}
+    days = []
+    for day in range(cfg.days):
+        placed = {}
+        for name in rooms:
+            if day > 0 and cfg.moving_objects and rng.random() < 0.5:
+                rooms[name] = str(rng.choice([r for r in OBJECT_ROOMS if r != rooms[name]]))
+            x0, x1, z0, z1 = ROOMS[rooms[name]]
+            cx, cz = room_centre(rooms[name])
+            while True:   # seen from the room centre (>= 2 m: the level camera misses closer small objects)
+                x, z = float(rng.uniform(x0 + 0.7, x1 - 0.7)), float(rng.uniform(z0 + 0.7, z1 - 0.7))
+                if math.hypot(x - cx, z - cz) > 2.0 and math.hypot(x - cx - 1.5, z - cz - 1.5) > 1.2 and all(
+                        math.hypot(x - sx, z - sz) > 0.9 for sx, sz in (spot(i, rooms[name]) for i in range(4))):
+                    break
+            placed[name] = {"room": rooms[name], "xz": [round(x, 3), round(z, 3)]}
+        days.append(placed)
+    return days
+
+
 def _nearest_waypoint(x: float, z: float) -> str:
     return min(WAYPOINTS, key=lambda w: math.hypot(WAYPOINTS[w][0] - x, WAYPOINTS[w][1] - z))
 
@@ -157,13 +189,14 @@ def _line_of_sight(robot: tuple[float, float], target: tuple[float, float]) -> b
 HALF_HFOV = math.atan(math.tan(math.radians(30)) * 640 / 480)   # MiniWorld: 60 degrees vertical, 4:3
 
 
-def _visible(robot: tuple[float, float, float], target: tuple[float, float]) -> bool:
+def _visible(robot: tuple[float, float, float], target: tuple[float, float], max_dist: float = 7.0,
+             min_dist: float = 0.5) -> bool:
     x, z, heading = robot
     dx, dz = target[0] - x, target[1] - z
     dist = math.hypot(dx, dz)
     angle = math.atan2(-dz, dx)
     off = abs(math.atan2(math.sin(angle - heading), math.cos(angle - heading)))
-    return 0.5 < dist < 7.0 and off < HALF_HFOV and _line_of_sight((x, z), target)
+    return min_dist < dist < max_dist and off < HALF_HFOV and _line_of_sight((x, z), target)
 
 
 def cache_dir() -> Path:
@@ -188,11 +221,14 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
     portraits = usable_portraits()
     chosen = [portraits[i] for i in rng.choice(len(portraits), size=cfg.people, replace=False)]
     env = OfficeWorld([(NAMES[i], chosen[i]) for i in range(cfg.people)], seed=cfg.seed, width=cfg.width,
-                      height=cfg.height, objects=[("box", "red", "kitchen"), ("duckie", "", "office"),
-                                                  ("box", "blue", "meeting_room")])
+                      height=cfg.height, objects=OBJECTS)
     env.reset(seed=cfg.seed)
     routines = make_routines(cfg, rng)
-    truth = GroundTruth(config=asdict(cfg), routines=[[asdict(r) for r in day] for day in routines])
+    placements = object_days(cfg)
+    truth = GroundTruth(config=asdict(cfg), routines=[[asdict(r) for r in day] for day in routines],
+                        objects=[{name: {"room": p["room"], "position": [p["xz"][0], -p["xz"][1]]}
+                                  for name, p in day.items()} for day in placements])
+    object_entities = {object_name(kind, colour): ent for kind, colour, ent in env.objects}
     truth.positions = {p.name: {room: [spot(i, room)[0], -spot(i, room)[1]] for room in ("kitchen", "office",
                                                                                         "meeting_room")}
                        for i, p in enumerate(env.people)}
@@ -203,6 +239,8 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
     bar = progress_bar(total=total, desc="simulating patrols", unit="frame", disable=not progress)
     with BagWriter(out_dir / "bag") as bag:
         for day in range(cfg.days):
+            for name, placed in placements[day].items():
+                object_entities[name].pos = np.array([placed["xz"][0], 0.0, placed["xz"][1]])
             for hour in cfg.patrol_hours:
                 t0 = day_start(cfg, day) + hour * 3600 + float(rng.uniform(-300, 300))
                 truth.patrols.append((t0, t0 + len(route) / cfg.fps))
@@ -228,6 +266,9 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
                             bearing = math.atan2(math.sin(bearing), math.cos(bearing))
                             u = cfg.width / 2 - fx * math.tan(bearing)        # image column of the person
                             seen[person.name] = {"u": round(u, 1), "room": room}
+                    objects_seen = {name: placed["room"] for name, placed in placements[day].items()
+                                    if _visible((x, z, heading), tuple(placed["xz"]), max_dist=5.0,
+                                             min_dist=1.8)}   # 0.5 m objects, level camera 1.5 m up
                     env.agent.pos = np.array([x, 0.0, z])
                     env.agent.dir = heading
                     rgb = env.render_obs()
@@ -239,7 +280,7 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
                     bag.frame(t, rgb[:, :, ::-1].copy(), x, -z, heading, waypoint=waypoint, fx=fx, depth=depth)
                     truth.frames.append({"t": t, "robot": [round(x, 3), round(-z, 3), round(heading, 3)],
                                          "waypoint": waypoint, "room": robot_room, "visible": visible,
-                                         "present": present, "seen": seen})
+                                         "present": present, "seen": seen, "objects": objects_seen})
                     bar.update(1)
     bar.close()
     env.close()

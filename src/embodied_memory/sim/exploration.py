@@ -19,20 +19,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .world import DOORS, ROOMS, OfficeWorld, room_centre  # noqa: I100  (world first: headless GL)
+from .world import DOORS, ROOMS, OfficeWorld, object_name, room_centre  # noqa: I100  (world first: headless GL)
 from ..explore.explorer import Frame
 from ..explore.occupancy import FREE, OCCUPIED, CameraModel, GridParams, OccupancyGrid
 from ..types import Pose
 
 TARGET_ROOMS = ("kitchen", "office", "meeting_room")
 KINDS = [("box", "red"), ("barrel", ""), ("cone", ""), ("medkit", ""), ("box", "blue"), ("duckie", "")]
-_NAMES = {"box": "{colour} box", "barrel": "barrel", "cone": "traffic cone", "medkit": "first aid kit",
-          "duckie": "rubber duck", "office_desk": "office desk", "office_chair": "office chair"}
 CAMERA_PITCH_DEG = -25.0
-
-
-def object_name(kind: str, colour: str = "") -> str:
-    return _NAMES.get(kind, kind).format(colour=colour).strip()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,11 @@ PHRASES = {
     "binary": ["Did you see {name} in the {room} {day}?", "Was {name} in the {room} {day}?"],
     "persons": ["Who was in the {room} {day}?", "Who did you see in the {room} {day}?"],
     "duration": ["How long was {name} in the {room} {day}?", "For how long did you see {name} in the {room} {day}?"],
+    "object_position": ["Where was the {obj} {day}?", "Where did you see the {obj} {day}?"],
+    "object_binary": ["Was the {obj} in the {room} {day}?", "Did you see the {obj} in the {room} {day}?"],
+    "text": ["What did you see in the {room} {day}?", "What objects were in the {room} {day}?"],
 }
+OBJECT_TYPES = ("object_position", "object_binary", "text")
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
@@ -47,8 +51,12 @@ def _day_phrase(day_start: float, today_start: float) -> str:
     return "on " + WEEKDAYS[dt.datetime.fromtimestamp(day_start, dt.timezone.utc).weekday()]
 
 
-def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2) -> list[Question]:
-    """Questions about every simulated day (within the last week), asked after the last patrol."""
+def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2,
+                       objects: bool = False) -> list[Question]:
+    """Questions about every simulated day (within the last week), asked after the last patrol.
+    ``objects``: also about the small objects that move between days (NaVQA's text type among
+    them); the embedded default cannot name objects offline (no VLM), so only evaluations with a
+    describer that can (a VLM, or the labelled ground-truth ablation) ask them."""
     rng = random.Random(seed)
     frames = truth.frames
     asked_at = frames[-1]["t"] + 600.0
@@ -101,13 +109,68 @@ def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2) -> 
             total = observed_minutes(split_visits(times))
             questions.append(Question(phrase("duration", name=name.capitalize(), room=_room_label(room), day=day),
                                       "duration", asked_at, {"duration_minutes": round(total, 2)}))
+        if objects:
+            day_index = int(round((start - _first_midnight(truth)) / 86400))
+            placed = truth.objects[day_index] if day_index < len(truth.objects) else {}
+            questions += _object_questions(frames_of_day, placed, day, asked_at, rng, per_type, phrase)
     return questions
+
+
+MIN_OBJECT_FRAMES = 8          # about 2 s in view at 4 fps: an object glimpsed once is not asked about
+
+
+def _object_questions(frames_of_day, placed, day, asked_at, rng, per_type, phrase) -> list[Question]:
+    """Objects the robot had in view for at least MIN_OBJECT_FRAMES that day; "what did you see
+    in the R" counts what was in view while the robot was in R."""
+    rooms = ["kitchen", "office", "meeting_room", "lobby"]
+    frames_seen: dict[str, int] = {}
+    in_room: dict[str, dict[str, int]] = {}
+    for f in frames_of_day:
+        for obj in f.get("objects", {}):
+            frames_seen[obj] = frames_seen.get(obj, 0) + 1
+            in_room.setdefault(f["room"], {}).setdefault(obj, 0)
+            in_room[f["room"]][obj] += 1
+    seen = sorted(obj for obj, n in frames_seen.items() if n >= MIN_OBJECT_FRAMES and obj in placed)
+    out = []
+    for obj in rng.sample(seen, len(seen))[:per_type]:
+        where = placed[obj]
+        out.append(Question(phrase("object_position", obj=obj, day=day), "object_position", asked_at,
+                            {"position": where["position"] + [0.0], "waypoint": where["room"]}))
+        other = rng.choice([r for r in rooms if r != where["room"]])
+        room, value = rng.choice([(where["room"], "yes"), (other, "no")])
+        out.append(Question(phrase("object_binary", obj=obj, room=_room_label(room), day=day), "object_binary",
+                            asked_at, {"binary": value}))
+    for room in rng.sample(rooms, len(rooms))[:per_type]:
+        present = sorted(obj for obj, n in in_room.get(room, {}).items() if n >= MIN_OBJECT_FRAMES)
+        if present:
+            out.append(Question(phrase("text", room=_room_label(room), day=day), "text", asked_at,
+                                {"objects": present}))
+    return out
+
+
+def _first_midnight(truth) -> float:
+    t = truth.frames[0]["t"]
+    return t - t % 86400
+
+
+_STOP = {"a", "an", "the", "of", "and", "in", "on", "at", "i", "saw", "was", "were", "there", "is", "it"}
+
+
+def keyword_match(expected: list[str], text: str) -> float:
+    """Share of the expected names whose every word occurs in the answer text (lower case,
+    punctuation removed, stop words ignored): the documented offline stand-in for LLM-Match."""
+    import re
+    words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    if not expected:
+        return 0.0
+    hits = [all(w in words for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _STOP) for name in expected]
+    return sum(hits) / len(expected)
 
 
 def score(question: Question, answer: dict, names_of: dict[str, str]) -> tuple[bool, str]:
     """(correct, what was compared) for an Answer dict; identity ids are mapped to names."""
     truth = question.answer
-    if question.type == "position":
+    if question.type in ("position", "object_position"):
         pos = answer.get("position")
         if pos:
             err = ((pos[0] - truth["position"][0]) ** 2 + (pos[1] - truth["position"][1]) ** 2) ** 0.5
@@ -119,8 +182,11 @@ def score(question: Question, answer: dict, names_of: dict[str, str]) -> tuple[b
             return False, "no time"
         err = abs(t - truth["time"]) / 60.0
         return err <= 5.0, f"{err:.1f} min"
-    if question.type == "binary":
+    if question.type in ("binary", "object_binary"):
         return answer.get("binary") == truth["binary"], answer.get("binary") or "-"
+    if question.type == "text":
+        share = keyword_match(truth["objects"], answer.get("text", ""))
+        return share >= 0.5, f"{share:.0%} of the objects named"
     if question.type == "persons":
         got = sorted({names_of.get(p, p).lower() for p in answer.get("persons", [])})
         return got == truth["persons"], ", ".join(got) or "nobody"

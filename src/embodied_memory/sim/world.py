@@ -39,6 +39,15 @@ ROOMS = {
 DOORS = {"kitchen": (-7.0, -5.5), "office": (-0.5, 1.0), "meeting_room": (6.0, 7.5), "lobby": (-0.5, 1.0)}
 
 
+_OBJECT_NAMES = {"box": "{colour} box", "barrel": "barrel", "cone": "traffic cone", "medkit": "first aid kit",
+                 "duckie": "rubber duck", "office_desk": "office desk", "office_chair": "office chair"}
+
+
+def object_name(kind: str, colour: str = "") -> str:
+    """What people (and a describer) call a MiniWorld object: ("box", "red") -> "red box"."""
+    return _OBJECT_NAMES.get(kind, kind).format(colour=colour).strip()
+
+
 def room_centre(name: str) -> tuple[float, float]:
     x0, x1, z0, z1 = ROOMS[name]
     return (x0 + x1) / 2, (z0 + z1) / 2
@@ -174,7 +183,7 @@ class OfficeWorld(MiniWorldEnv):
         for kind, colour, room in self._objects_spec:
             x0, x1, z0, z1 = ROOMS[room]
             size = self._object_size
-            ent = Box(color=colour, size=size) if kind == "box" else MeshEnt(mesh_name=kind, height=size)
+            ent = Box(color=colour, size=size) if kind == "box" else MeshEnt(mesh_name=kind, height=size, static=False)
             self.place_entity(ent, min_x=x0 + 0.8, max_x=x1 - 0.8, min_z=z0 + 0.8, max_z=z1 - 0.8)
             self.objects.append((kind, colour, ent))
         self.people = []
