@@ -150,7 +150,7 @@ def cmd_eval(args) -> int:
     unknown = [v for v in args.variants.split(",") if v not in MEMORY_VARIANTS]
     if unknown:
         raise ConfigError(f"--variants: unknown {', '.join(unknown)} ({', '.join(MEMORY_VARIANTS)})")
-    config = EpisodeConfig(seed=args.seed, days=args.days, people=args.people)
+    config = EpisodeConfig(seed=args.seed, days=args.days, people=args.people, faces_dir=args.faces_dir)
     results = run_eval(Path(args.out), config, planners=tuple(args.planners.split(",")),
                        variants=tuple(args.variants.split(",")), llm_base_url=args.llm_base_url,
                        llm_model=args.llm_model, per_type=args.per_type, objects=not args.no_objects)
@@ -249,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", default="psfr,uniform,psfr_no_people,psfr_gt_objects",
                    help="memory variants to ingest (psfr_gt_objects: labelled ground-truth describer ablation)")
     p.add_argument("--no-objects", action="store_true", help="ask only about people (no object questions)")
+    p.add_argument("--faces-dir", default="", help="people wear these labelled photos (NAME/*.jpg, e.g. "
+                                                   "../shared/data/faces/face_recognition_knn/train) instead of portraits")
     p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint (enables llm, full_context answers)")
     p.add_argument("--llm-model", default="")
     p = add("explore-bench", cmd_explore_bench, "HIMM exploration in the simulated office: SPL with and without "

@@ -29,7 +29,7 @@ from .episodic_recall import EpisodicRecall, RecallResult
 from .frontier_pruning import GeometricPruner, PruneResult
 from .frontiers import Frontier, detect_frontiers
 from .occupancy import CameraModel, GridParams, OccupancyGrid
-from .planning import GridPaths, simplify, traversable
+from .planning import GridPaths, nearest_cell_within, simplify, traversable
 from .rule_extraction import ExecutionStep
 
 log = logging.getLogger(__name__)
@@ -182,15 +182,7 @@ class Explorer:
         return GridPaths(traversable(values, self._radius_cells), (int(r), int(c)), self.grid.resolution), values
 
     def _goal_near(self, paths: GridPaths, x: float, y: float, radius: float) -> Optional[tuple[int, int]]:
-        """The reachable cell nearest to the robot within ``radius`` of (x, y)."""
-        rows, cols = np.indices(self.grid.shape)
-        wx, wy = self.grid.to_world(rows, cols)
-        near = (np.hypot(wx - x, wy - y) <= radius) & paths.reachable
-        if not near.any():
-            return None
-        d = np.where(near, paths.dist, np.inf)
-        k = np.unravel_index(int(np.argmin(d)), d.shape)
-        return int(k[0]), int(k[1])
+        return nearest_cell_within(paths, self.grid, x, y, radius)
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, target: str, episode_id: str, question: str = "", world: str = "") -> ExplorationResult:

@@ -91,6 +91,15 @@ class GridPaths:
         return out[::-1]
 
 
+def nearest_cell_within(paths: GridPaths, grid, x: float, y: float, radius: float) -> Optional[tuple[int, int]]:
+    """The reachable cell closest to the start (by path) within ``radius`` metres of (x, y)."""
+    rows, cols = np.indices(paths.shape)
+    wx, wy = grid.to_world(rows, cols)
+    d = np.where((np.hypot(wx - x, wy - y) <= radius) & paths.reachable, paths.dist, np.inf)
+    k = np.unravel_index(int(np.argmin(d)), d.shape)
+    return (int(k[0]), int(k[1])) if np.isfinite(d[k]) else None
+
+
 def simplify(path: list[tuple[int, int]], spacing: int) -> list[tuple[int, int]]:
     """Every ``spacing``-th cell of a path and its end (the waypoints a base is sent through)."""
     if not path:

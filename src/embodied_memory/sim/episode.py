@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 from ..progress import progress_bar
 
-from .world import ROOMS, OfficeWorld, object_name, room_centre, room_of, usable_portraits
+from .world import ROOMS, OfficeWorld, object_name, photo_faces, room_centre, room_of, usable_portraits
 
 CORRIDOR_Z = -0.5
 WAYPOINTS = {  # id -> (x, z) in MiniWorld coordinates
@@ -47,6 +47,7 @@ class EpisodeConfig:
     height: int = 480
     depth_scale: int = 4                    # depth image = colour size / this (16UC1 mm); 0 = no depth
     moving_objects: bool = True             # small objects change rooms between days
+    faces_dir: str = ""                     # labelled photos (NAME/*.jpg) instead of MiniWorld's portraits
 
 
 @dataclass
@@ -101,6 +102,7 @@ class GroundTruth:
     patrols: list[tuple[float, float]] = field(default_factory=list)
     positions: dict = field(default_factory=dict)           # name -> {room: [x, y]} in the map frame
     objects: list[dict] = field(default_factory=list)       # per day: object name -> {room, position [x, y]}
+    faces: dict = field(default_factory=dict)               # faces_dir: name -> {person, photo, held_out}
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -218,14 +220,24 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
     """Write ``out_dir/bag`` (MCAP) and ``out_dir/ground_truth.json``."""
     from ..ingest.bag_writer import BagWriter
     rng = np.random.default_rng(cfg.seed)
-    portraits = usable_portraits()
-    chosen = [portraits[i] for i in rng.choice(len(portraits), size=cfg.people, replace=False)]
+    faces = {}
+    if cfg.faces_dir:
+        photos = photo_faces(cfg.faces_dir)
+        if len(photos) < cfg.people:
+            raise ValueError(f"faces_dir {cfg.faces_dir}: {len(photos)} people with two usable photos, "
+                             f"{cfg.people} needed")
+        chosen = [photo for _, photo, _ in photos[:cfg.people]]
+        faces = {NAMES[i]: {"person": who, "photo": str(photo), "held_out": str(held_out)}
+                 for i, (who, photo, held_out) in enumerate(photos[:cfg.people])}
+    else:
+        portraits = usable_portraits()
+        chosen = [portraits[i] for i in rng.choice(len(portraits), size=cfg.people, replace=False)]
     env = OfficeWorld([(NAMES[i], chosen[i]) for i in range(cfg.people)], seed=cfg.seed, width=cfg.width,
                       height=cfg.height, objects=OBJECTS)
     env.reset(seed=cfg.seed)
     routines = make_routines(cfg, rng)
     placements = object_days(cfg)
-    truth = GroundTruth(config=asdict(cfg), routines=[[asdict(r) for r in day] for day in routines],
+    truth = GroundTruth(config=asdict(cfg), routines=[[asdict(r) for r in day] for day in routines], faces=faces,
                         objects=[{name: {"room": p["room"], "position": [p["xz"][0], -p["xz"][1]]}
                                   for name, p in day.items()} for day in placements])
     object_entities = {object_name(kind, colour): ent for kind, colour, ent in env.objects}

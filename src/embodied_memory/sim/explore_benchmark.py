@@ -27,7 +27,7 @@ from .exploration import (TARGET_ROOMS, GroundTruthTargetDetector, SimExploratio
 from ..explore.episodic_recall import EpisodicRecall, FeatureMatchVerifier
 from ..explore.explorer import ExplorationResult, Explorer, ExplorerParams
 from ..explore.map_render import render_map
-from ..explore.planning import GridPaths, traversable
+from ..explore.planning import GridPaths, nearest_cell_within, traversable
 from ..params import StoreParams
 from ..progress import progress_bar
 
@@ -53,16 +53,11 @@ def shortest_route(env: SimExplorationEnv, start: tuple[float, float, float],
     r, c = gt.to_cell(start[0], start[1])
     radius = int(np.ceil(params.robot_radius_m / params.grid.resolution))
     paths = GridPaths(traversable(gt.values(), radius), (int(r), int(c)), params.grid.resolution)
-    tx, ty = env.target_position()
-    rows, cols = np.indices(gt.shape)
-    wx, wy = gt.to_world(rows, cols)
-    near = (np.hypot(wx - tx, wy - ty) <= params.approach_radius_m) & paths.reachable
-    if not near.any():
+    goal = nearest_cell_within(paths, gt, *env.target_position(), params.approach_radius_m)
+    if goal is None:
         return float("inf"), []
-    d = np.where(near, paths.dist, np.inf)
-    goal = np.unravel_index(int(np.argmin(d)), d.shape)
-    route = [tuple(float(v) for v in gt.to_world(rr, cc)) for rr, cc in paths.path_to((int(goal[0]), int(goal[1])))]
-    return float(d[goal]), route
+    route = [tuple(float(v) for v in gt.to_world(rr, cc)) for rr, cc in paths.path_to(goal)]
+    return float(paths.dist[goal]), route
 
 
 def spl(result: ExplorationResult, shortest: float) -> float:
@@ -79,12 +74,11 @@ class _Run:
         env = SimExplorationEnv(task, start_pose(start), self.cfg.width, self.cfg.height)
         try:
             params = replace(self.cfg.explorer, use_episodic_memory=recall)
-            explorer = Explorer(env, GroundTruthTargetDetector(env), params, store=self.store if write or recall else None,
-                                embedder=self.embedder, describer=lambda f: ground_truth_description(env, f),
+            explorer = Explorer(env, GroundTruthTargetDetector(env), params,
+                                store=self.store if write else _ReadOnly(self.store), embedder=self.embedder,
+                                describer=lambda f: ground_truth_description(env, f),
                                 recall=EpisodicRecall(self.store, FeatureMatchVerifier()) if recall else None,
-                                image_dir=self.image_dir if write or recall else None)
-            if not write and recall:
-                explorer.store = _ReadOnly(self.store)
+                                image_dir=self.image_dir if write else None)
             t0 = time.perf_counter()
             result = explorer.run(task.target, episode_id, world="office")
             seconds = time.perf_counter() - t0

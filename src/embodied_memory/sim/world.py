@@ -85,6 +85,20 @@ def usable_portraits(limit: int = 100) -> list[Path]:
     return [p for p in portrait_paths() if face_crop(cv2.imread(str(p)), detector) is not None][:limit]
 
 
+def photo_faces(faces_dir: str | Path) -> list[tuple[str, Path, Path]]:
+    """People from a folder of labelled photos (``NAME/*.jpg``, as face_recognition's examples):
+    (name, photo for the billboard, a DIFFERENT photo held out for testing recognition), for
+    every person with two photos whose first shows one clear frontal face."""
+    from ..perception.faces import YuNetSFace
+    detector = YuNetSFace(score_threshold=0.6, min_size=16)
+    out = []
+    for person in sorted(p for p in Path(faces_dir).iterdir() if p.is_dir()):
+        photos = sorted(p for p in person.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+        if len(photos) >= 2 and face_crop(cv2.imread(str(photos[0])), detector) is not None:
+            out.append((person.name, photos[0], photos[1]))
+    return out
+
+
 def person_texture(portrait: Path, shirt_bgr: tuple[int, int, int], out_dir: Path) -> Path:
     """A full-body texture: the portrait's face (about 0.2 m wide) as the head over a drawn body."""
     from ..perception.faces import YuNetSFace
