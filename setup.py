@@ -14,6 +14,7 @@ NODES = {
     "perception_node": "embodied_memory.nodes.perception_node:main",
     "nav_bridge_node": "embodied_memory.nodes.nav_bridge_node:main",
     "explore_node": "embodied_memory.nodes.explore_node:main",
+    "sim_camera_node": "embodied_memory.nodes.sim_camera_node:main",
 }
 
 setup(

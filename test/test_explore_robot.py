@@ -1,6 +1,7 @@
 """The explorer on a robot: frames assembled from depth / camera info / colour / pose topics
 (real DDS in-process), motion through a navigation client, and the VLM target detector's
 protocol (scripted OpenAI-compatible server)."""
+import json
 import math
 import threading
 import time
@@ -122,3 +123,63 @@ def test_vlm_target_detector_places_the_pointed_pixel_through_depth():
         assert "first aid kit" in llm.requests[0]["messages"][0]["content"][0]["text"]
     down = VlmTargetDetector(ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m")), camera)
     assert down.detect(_frame(), "first aid kit") is None
+
+
+@pytest.mark.integration
+def test_explore_node_drives_the_robot_through_the_navigation_bridge(tmp_path, ros_context):
+    """environment: robot, in the loop with the real bridge (sim backend, publishing /odom) and a
+    simulated RGB-D camera node; the VLM is a scripted endpoint that never sees the target, so
+    the node explores until its step limit and reports it."""
+    from embodied_memory_interfaces.action import Explore
+    from nav_msgs.msg import OccupancyGrid
+    from rclpy.action import ActionClient
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from rosutil import LaunchedStack
+    with ScriptedLLM([content('{"visible": false}')]) as llm:
+        stack_file = tmp_path / "robot.yaml"
+        stack_file.write_text(f"""nodes:
+  memory:
+    executable: memory_node
+    parameters: {{data_dir: "{tmp_path / 'memory'}"}}
+  nav_bridge:
+    executable: nav_bridge_node
+    parameters: {{backend: sim, sim_speed: 4.0, sim_rate_hz: 50.0, sim_start_x: 0.25, sim_start_y: 4.75}}
+  camera:
+    executable: sim_camera_node
+    parameters: {{sim_seed: 0, rate_hz: 10.0}}
+  explore:
+    executable: explore_node
+    parameters: {{environment: robot, llm_base_url: "{llm.base_url}", max_steps: 3, look_around_views: 4,
+                  camera_height_m: 1.5, camera_pitch_deg: -25.0, ask_service: "", image_dir: "{tmp_path / 'img'}"}}
+""")
+        stack = LaunchedStack(stack_file, tmp_path / "launch.log")
+        node = Node("robot_loop_client", context=ros_context)
+        executor = SingleThreadedExecutor(context=ros_context)
+        executor.add_node(node)
+        maps = []
+        node.create_subscription(OccupancyGrid, "/explore/map", maps.append, QoSProfile(
+            depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE))
+        client = ActionClient(node, Explore, "/explore")
+
+        def spin_until(future, timeout):
+            end = time.monotonic() + timeout
+            while not future.done() and time.monotonic() < end:
+                executor.spin_once(timeout_sec=0.05)
+            assert future.done(), stack.log()[-3000:]
+            return future.result()
+        try:
+            assert client.wait_for_server(timeout_sec=90), stack.log()
+            handle = spin_until(client.send_goal_async(Explore.Goal(target_description="first aid kit")), 30)
+            result = spin_until(handle.get_result_async(), 240).result
+            assert not result.success and "step limit" in result.message and result.steps == 3
+            assert result.path_length_m > 0.5                          # the base moved, through the bridge
+            free = sum(v == 0 for v in maps[-1].data)
+            assert free > 500 and sum(v == 100 for v in maps[-1].data) > 50
+            detections = [r for r in llm.requests if "looking for: first aid kit" in json.dumps(r)]
+            assert len(detections) >= 4 and any(part["type"] == "image_url"
+                                                 for part in detections[0]["messages"][0]["content"])
+        finally:
+            node.destroy_node()
+            assert stack.stop() == 0

@@ -119,6 +119,9 @@ class NavBridgeNodeParams:
     map_frame: str = "map"
     sim_speed: float = 1.0
     sim_rate_hz: float = 20.0
+    sim_start_x: float = 0.0
+    sim_start_y: float = 0.0
+    sim_odom_topic: str = "/odom"                       # sim: the base's pose (nav_msgs/Odometry, map frame)
     arrive_tolerance_m: float = 0.25
     memory_query_service: str = "/memory/query"         # verify_person_id: look for a fresh sighting
     verify_person_timeout_s: float = 20.0
@@ -200,7 +203,28 @@ class ExploreNodeParams:
                 raise ValueError(f"{name}: must be > 0")
 
 
+@dataclass(frozen=True)
+class SimCameraNodeParams:
+    """A simulated RGB-D camera on the simulated base: renders the office at the odometry pose
+    (the simulator side of a robot-in-the-loop test; no robot code knows it is simulated)."""
+
+    sim_seed: int = 0
+    sim_target_room: str = ""
+    width: int = 320
+    height: int = 240
+    rate_hz: float = 5.0
+    odom_topic: str = "/odom"
+    image_topic: str = "/camera/color/image_raw/compressed"
+    depth_topic: str = "/camera/depth/image_rect_raw"
+    camera_info_topic: str = "/camera/depth/camera_info"
+
+    def validate(self) -> None:
+        if self.rate_hz <= 0 or self.width < 16 or self.height < 16:
+            raise ValueError("rate_hz must be > 0 and the image at least 16x16")
+
+
 NODE_PARAMS: dict[str, type] = {
+    "sim_camera_node": SimCameraNodeParams,
     "explore_node": ExploreNodeParams,
     "nav_bridge_node": NavBridgeNodeParams,
     "frame_selector_node": FrameSelectorNodeParams,

@@ -28,12 +28,15 @@ class SimBase:
         return goal.is_finite() and p.x_min <= goal.x <= p.x_max and p.y_min <= goal.y <= p.y_max
 
     def step(self, goal: Pose, dt: float) -> float:
-        """Advance ``dt`` seconds towards ``goal``; returns the remaining distance."""
+        """Advance ``dt`` seconds towards ``goal``; returns the remaining distance. On arrival
+        the base takes the goal's heading (a goal at the current position is a turn in place)."""
         dx, dy = goal.x - self.pose.x, goal.y - self.pose.y
         dist = math.hypot(dx, dy)
         move = min(dist, self.params.speed * dt)
+        x, y, yaw = self.pose.x, self.pose.y, self.pose.yaw
         if dist > 1e-9:
-            heading = math.atan2(dy, dx)
-            self.pose = Pose(self.pose.x + move * dx / dist, self.pose.y + move * dy / dist, 0.0,
-                             heading if dist - move > 1e-6 else goal.yaw, goal.frame_id)
+            x, y, yaw = x + move * dx / dist, y + move * dy / dist, math.atan2(dy, dx)
+        if dist - move <= 1e-6:
+            yaw = goal.yaw
+        self.pose = Pose(x, y, 0.0, yaw, goal.frame_id)
         return dist - move

@@ -43,7 +43,8 @@ class NavBridgeNode(Node):
         super().__init__("nav_bridge", **kwargs)
         p = self.params = node_params(self, NavBridgeNodeParams)
         self.waypoints = WaypointTable.from_yaml(p.waypoints_file) if p.waypoints_file else WaypointTable()
-        self.sim = SimBase(SimBaseParams(speed=p.sim_speed)) if p.backend == "sim" else None
+        self.sim = SimBase(SimBaseParams(speed=p.sim_speed, start_x=p.sim_start_x, start_y=p.sim_start_y)) \
+            if p.backend == "sim" else None
         self._group = ReentrantCallbackGroup()
         self._lock = threading.Lock()
         self._active: ServerGoalHandle | None = None
@@ -58,12 +59,25 @@ class NavBridgeNode(Node):
             self._graphnav = ActionClient(self, NavigateTo, p.graphnav_action, callback_group=self._group)
             self._localize = self.create_client(GraphNavGetLocalizationPose, p.graphnav_localization_service,
                                                 callback_group=self._group)
+        if self.sim is not None:   # a simulated base reports its pose like a robot's odometry
+            from nav_msgs.msg import Odometry
+            self._odom_pub = self.create_publisher(Odometry, p.sim_odom_topic, 10)
+            self.create_timer(1.0 / p.sim_rate_hz, self._publish_sim_odom, callback_group=self._group)
         self._server = ActionServer(self, NavigateToWaypoint, p.action_name, execute_callback=self._execute,
                                     goal_callback=lambda _g: GoalResponse.ACCEPT,
                                     cancel_callback=lambda _g: CancelResponse.ACCEPT,
                                     handle_accepted_callback=self._accepted, callback_group=self._group)
         self.get_logger().info(f"navigation bridge on {p.action_name}: backend {p.backend}, "
                                f"{len(self.waypoints)} waypoints")
+
+    def _publish_sim_odom(self) -> None:
+        from nav_msgs.msg import Odometry
+        msg = Odometry(child_frame_id="base_link")
+        stamped = pose_to_msg(self.sim.pose, time.time())
+        msg.header = stamped.header
+        msg.header.frame_id = self.params.map_frame
+        msg.pose.pose = stamped.pose
+        self._odom_pub.publish(msg)
 
     # -- goal bookkeeping ----------------------------------------------------------------------
     def _accepted(self, goal_handle: ServerGoalHandle) -> None:
