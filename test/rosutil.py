@@ -42,6 +42,15 @@ def call(node, srv_type, name: str, request, timeout: float = 20.0, attempt_s: f
             previous.add_node(node)
 
 
+def spin_until(executor, future, timeout: float, why=lambda: ""):
+    """Spin ``executor`` until ``future`` is done; fail with ``why()`` (e.g. a node log) if not."""
+    end = time.monotonic() + timeout
+    while not future.done() and time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.05)
+    assert future.done(), f"no answer in {timeout} s\n{why()}"
+    return future.result()
+
+
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

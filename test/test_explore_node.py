@@ -3,7 +3,6 @@ goal finds the target in the simulated office (feedback with cognitive states, t
 grid and frontier markers published, observations and the map stored by the memory node); a
 second goal with episodic recall drives a shorter path and is answered by the query agent."""
 import json
-import time
 
 import pytest
 from embodied_memory_interfaces.action import Explore
@@ -15,7 +14,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
-from rosutil import LaunchedStack, call, wait_until
+from rosutil import LaunchedStack, call, spin_until, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -52,23 +51,19 @@ def test_explore_action_over_dds(tmp_path, ros_context):
     node.create_subscription(MarkerArray, "/explore/frontiers", markers.append, latched)
     client = ActionClient(node, Explore, "/explore")
 
-    def spin_until(future, timeout):
-        end = time.monotonic() + timeout
-        while not future.done() and time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.05)
-        assert future.done(), "no answer from the explore node:\n" + stack.log()[-3000:]
-        return future.result()
+    def spin(future, timeout):
+        return spin_until(executor, future, timeout, lambda: stack.log()[-3000:])
 
     def explore(**fields):
         feedback = []
-        handle = spin_until(client.send_goal_async(Explore.Goal(**fields),
+        handle = spin(client.send_goal_async(Explore.Goal(**fields),
                                                    feedback_callback=lambda m: feedback.append(m.feedback)), 30)
         assert handle.accepted
-        return spin_until(handle.get_result_async(), 240).result, feedback
+        return spin(handle.get_result_async(), 240).result, feedback
 
     try:
         assert client.wait_for_server(timeout_sec=90), stack.log()
-        assert not spin_until(client.send_goal_async(Explore.Goal()), 30).accepted     # neither question nor target
+        assert not spin(client.send_goal_async(Explore.Goal()), 30).accepted     # neither question nor target
         first, feedback = explore(target_description="rubber duck", use_episodic_memory=False)
         assert first.success and first.message == "target reached" and first.path_length_m > 5
         assert first.answer.has_position and first.answer.type == "position"

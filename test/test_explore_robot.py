@@ -136,7 +136,7 @@ def test_explore_node_drives_the_robot_through_the_navigation_bridge(tmp_path, r
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-    from rosutil import LaunchedStack
+    from rosutil import LaunchedStack, spin_until
     with ScriptedLLM([content('{"visible": false}')]) as llm:
         stack_file = tmp_path / "robot.yaml"
         stack_file.write_text(f"""nodes:
@@ -163,16 +163,12 @@ def test_explore_node_drives_the_robot_through_the_navigation_bridge(tmp_path, r
             depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE))
         client = ActionClient(node, Explore, "/explore")
 
-        def spin_until(future, timeout):
-            end = time.monotonic() + timeout
-            while not future.done() and time.monotonic() < end:
-                executor.spin_once(timeout_sec=0.05)
-            assert future.done(), stack.log()[-3000:]
-            return future.result()
+        def spin(future, timeout):
+            return spin_until(executor, future, timeout, lambda: stack.log()[-3000:])
         try:
             assert client.wait_for_server(timeout_sec=90), stack.log()
-            handle = spin_until(client.send_goal_async(Explore.Goal(target_description="first aid kit")), 30)
-            result = spin_until(handle.get_result_async(), 240).result
+            handle = spin(client.send_goal_async(Explore.Goal(target_description="first aid kit")), 30)
+            result = spin(handle.get_result_async(), 240).result
             assert not result.success and "step limit" in result.message and result.steps == 3
             assert result.path_length_m > 0.5                          # the base moved, through the bridge
             free = sum(v == 0 for v in maps[-1].data)

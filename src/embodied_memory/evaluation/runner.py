@@ -84,11 +84,16 @@ def ground_truth_objects(truth):
 
 
 def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
+    """A fresh memory for the variant (a rerun into the same directory starts over)."""
     from ..ingest.offline import ingest_bag
     from ..ingest.selection import SelectionParams
     from ..params import StoreParams
     from ..perception.pipeline import Perception, PerceptionParams
     from ..store import open_store
+    if data.exists():
+        import shutil
+        log.info("removing the previous run's memory %s", data)
+        shutil.rmtree(data)
     store = open_store(StoreParams(data_dir=str(data)))
     store.warm_up()
     people = {} if variant["people"] else {"person_detector": "none", "face_backend": "none", "reid": "none"}
