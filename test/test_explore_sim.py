@@ -39,3 +39,21 @@ def test_the_report_and_maps_are_written(results):
     assert json.loads((out / "results.json").read_text())["summary"] == res["summary"]
     image = cv2.imread(str(out / "maps" / "s0-B-same-recall.png"))
     assert image is not None and image.shape[0] > 100
+
+
+def test_exploration_goes_on_when_the_memory_fails():
+    from embodied_memory.explore.explorer import Explorer, ExplorerParams
+    from embodied_memory.perception.image_embedding import MobileNetV2Embedder
+    from embodied_memory.sim.exploration import GroundTruthTargetDetector, SimExplorationEnv, make_task, start_pose
+
+    class MemoryDown:
+        def recall(self, *args, **kwargs):
+            raise RuntimeError("memory service /memory/query is not available")
+    task = make_task(1)
+    env = SimExplorationEnv(task, start_pose("lobby"))
+    try:
+        result = Explorer(env, GroundTruthTargetDetector(env), ExplorerParams(), embedder=MobileNetV2Embedder(),
+                          recall=MemoryDown()).run(task.target, "ep-no-memory")
+    finally:
+        env.close()
+    assert result.success and result.recall is None

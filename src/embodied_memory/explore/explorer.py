@@ -199,12 +199,16 @@ class Explorer:
         views = self._look_around(target, p.look_around_views)
         recall, previous = None, None
         if p.use_episodic_memory and self.recall_engine is not None and views:
-            recall = self.recall_engine.recall(views, target, episode_id)
-            log.info("episodic recall: I_explore=%s (%s)", int(recall.i_explore), recall.reason)
-            if recall.prior_episode and self.store is not None:
-                stored = self.store.load_occupancy_map(recall.prior_episode)
-                if stored is not None:
-                    previous = OccupancyGrid.from_values(stored["grid"], stored["resolution"], stored["origin"])
+            try:
+                recall = self.recall_engine.recall(views, target, episode_id)
+                log.info("episodic recall: I_explore=%s (%s)", int(recall.i_explore), recall.reason)
+                if recall.prior_episode and self.store is not None:
+                    stored = self.store.load_occupancy_map(recall.prior_episode)
+                    if stored is not None:
+                        previous = OccupancyGrid.from_values(stored["grid"], stored["resolution"], stored["origin"])
+            except Exception as exc:  # noqa: BLE001 - the memory is optional for exploring: go on without it
+                log.warning("episodic recall failed (%s): exploring without memory", exc)
+                recall, previous = None, None
         message = f"step limit ({p.max_steps}) reached"
         success = False
         while self.step < p.max_steps and self.path_length < p.max_path_m:
