@@ -188,6 +188,7 @@ class Explorer:
     def run(self, target: str, episode_id: str, question: str = "", world: str = "") -> ExplorationResult:
         p = self.params
         self.episode_id, self.step, self.path_length = episode_id, 0, 0.0
+        self.grid = OccupancyGrid(p.grid)          # each episode has its own map
         self.log: list[ExecutionStep] = []
         self.meta = MetaMemory()
         self.target_xy: Optional[tuple[float, float]] = None

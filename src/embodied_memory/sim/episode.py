@@ -31,6 +31,7 @@ ROUTE = ["lobby", "corridor_centre", "corridor_west", "kitchen", "corridor_west"
          "corridor_centre", "corridor_east", "meeting_room", "corridor_east", "corridor_centre", "lobby"]
 LOOK_AROUND = {"kitchen", "office", "meeting_room"}   # the robot turns once in place there
 NAMES = ["alice", "bob", "carol", "dave", "erin", "frank"]
+GENERATOR_VERSION = 2          # bump when the simulation changes for the same config (invalidates caches)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def make_routines(cfg: EpisodeConfig, rng: np.random.Generator) -> list[list[Rou
 def spot(person_index: int, room: str) -> tuple[float, float]:
     """Where a person stands in a room (away from the robot's waypoint at its centre)."""
     x0, x1, z0, z1 = ROOMS[room]
-    offsets = [(-1.4, 1.3), (1.4, 1.6), (-1.2, -1.2), (1.3, -1.3)]
+    offsets = [(-1.4, 1.3), (1.4, 1.6), (-1.2, -1.2), (1.3, -1.3), (2.0, 0.0), (-2.0, 0.2)]   # one per person
     ox, oz = offsets[person_index % len(offsets)]
     cx, cz = room_centre(room)
     return cx + ox, cz + oz
@@ -155,10 +156,10 @@ def object_days(cfg: EpisodeConfig) -> list[dict]:
                 rooms[name] = str(rng.choice([r for r in OBJECT_ROOMS if r != rooms[name]]))
             x0, x1, z0, z1 = ROOMS[rooms[name]]
             cx, cz = room_centre(rooms[name])
-            while True:   # seen from the room centre (>= 2 m: the level camera misses closer small objects)
-                x, z = float(rng.uniform(x0 + 0.7, x1 - 0.7)), float(rng.uniform(z0 + 0.7, z1 - 0.7))
+            for _ in range(1000):   # seen from the room centre (>= 2 m: a level camera misses closer
+                x, z = float(rng.uniform(x0 + 0.7, x1 - 0.7)), float(rng.uniform(z0 + 0.7, z1 - 0.7))  # objects)
                 if math.hypot(x - cx, z - cz) > 2.0 and math.hypot(x - cx - 1.5, z - cz - 1.5) > 1.2 and all(
-                        math.hypot(x - sx, z - sz) > 0.9 for sx, sz in (spot(i, rooms[name]) for i in range(4))):
+                        math.hypot(x - sx, z - sz) > 0.8 for sx, sz in (spot(i, rooms[name]) for i in range(6))):
                     break
             placed[name] = {"room": rooms[name], "xz": [round(x, 3), round(z, 3)]}
         days.append(placed)
@@ -207,7 +208,8 @@ def cache_dir() -> Path:
 
 def cached_episode(cfg: EpisodeConfig, progress: bool = True) -> Path:
     """The episode directory for ``cfg`` (bag + ground truth), generated on first use."""
-    key = hashlib.sha256(json.dumps(asdict(cfg), sort_keys=True).encode()).hexdigest()[:10]
+    key = hashlib.sha256(json.dumps({**asdict(cfg), "generator": GENERATOR_VERSION}, sort_keys=True).encode()
+                         ).hexdigest()[:10]
     path = cache_dir() / f"office_seed{cfg.seed}_{key}"
     if not (path / "ground_truth.json").exists():
         print(f"[sim] simulating the office ({cfg.days} day(s), {cfg.people} people, seed {cfg.seed}) -> {path}",
