@@ -18,8 +18,20 @@ from scripted_llm import ScriptedLLM, content
 pytestmark = pytest.mark.integration
 
 
-def test_eval_runner_scores_planners_and_ablations(tmp_path, monkeypatch):
-    monkeypatch.setenv("EMBODIED_MEMORY_CACHE", str(tmp_path / "cache"))
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One simulated day shared by the library and the nodes runs."""
+    import os
+    before = os.environ.get("EMBODIED_MEMORY_CACHE")
+    os.environ["EMBODIED_MEMORY_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if before is None:
+        del os.environ["EMBODIED_MEMORY_CACHE"]
+    else:
+        os.environ["EMBODIED_MEMORY_CACHE"] = before
+
+
+def test_eval_runner_scores_planners_and_ablations(tmp_path, cache):
     results = run_eval(tmp_path / "out", EpisodeConfig(seed=0, days=1, people=2),
                        planners=("rules", "text_top_k", "full_context"),
                        variants=("psfr", "psfr_no_people", "psfr_gt_objects"), per_type=2, progress=False)
@@ -44,6 +56,17 @@ def test_eval_runner_scores_planners_and_ablations(tmp_path, monkeypatch):
     assert len(data["runs"]) == 9 and data["timings"]["keyframes_psfr"] > 100
     assert "LABELLED ABLATION" in report
     assert (tmp_path / "out" / "accuracy_vs_tokens.png").stat().st_size > 5000
+
+
+def test_eval_through_the_real_nodes(tmp_path, cache):
+    with pytest.raises(ValueError, match="library-only"):
+        run_eval(tmp_path / "bad", EpisodeConfig(seed=0, days=1, people=2), planners=("text_top_k",), path="nodes")
+    results = run_eval(tmp_path / "out", EpisodeConfig(seed=0, days=1, people=2), planners=("rules",),
+                       variants=("psfr",), per_type=2, progress=False, objects=False, path="nodes")
+    (rules,) = results
+    print(rules.summary())
+    assert sum(len(v) for v in rules.scores.values()) >= 10 and rules.accuracy() >= 0.75
+    assert "| rules / psfr |" in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_llm_match_judge_protocol():

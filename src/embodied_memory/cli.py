@@ -153,7 +153,8 @@ def cmd_eval(args) -> int:
     config = EpisodeConfig(seed=args.seed, days=args.days, people=args.people, faces_dir=args.faces_dir)
     results = run_eval(Path(args.out), config, planners=tuple(args.planners.split(",")),
                        variants=tuple(args.variants.split(",")), llm_base_url=args.llm_base_url,
-                       llm_model=args.llm_model, per_type=args.per_type, objects=not args.no_objects)
+                       llm_model=args.llm_model, per_type=args.per_type, objects=not args.no_objects,
+                       path=args.path)
     print((Path(args.out) / "report.md").read_text())
     return 0 if results else 1
 
@@ -249,6 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", default="psfr,uniform,psfr_no_people,psfr_gt_objects",
                    help="memory variants to ingest (psfr_gt_objects: labelled ground-truth describer ablation)")
     p.add_argument("--no-objects", action="store_true", help="ask only about people (no object questions)")
+    p.add_argument("--path", default="library", choices=["library", "nodes"],
+                   help="library: the core in this process; nodes: the default stack as processes, the bag "
+                        "replayed into it, questions through the Ask service (variants psfr, uniform, "
+                        "psfr_no_people; planners rules, full_context, llm)")
     p.add_argument("--faces-dir", default="", help="people wear these labelled photos (NAME/*.jpg, e.g. "
                                                    "../shared/data/faces/face_recognition_knn/train) instead of portraits")
     p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint (enables llm, full_context answers)")

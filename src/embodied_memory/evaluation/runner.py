@@ -14,8 +14,10 @@ describer that names objects: offline only the labelled ``psfr_gt_objects`` abla
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import shutil
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -91,7 +93,6 @@ def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     from ..perception.pipeline import Perception, PerceptionParams
     from ..store import open_store
     if data.exists():
-        import shutil
         log.info("removing the previous run's memory %s", data)
         shutil.rmtree(data)
     store = open_store(StoreParams(data_dir=str(data)))
@@ -105,17 +106,30 @@ def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     return store, report
 
 
+NODE_VARIANT_SETTINGS = {   # eval --path nodes: the same memory variants as stack parameter overrides
+    "psfr": (), "uniform": ("frame_selector.policy=uniform",),
+    "psfr_no_people": ("perception.person_detector=none", "perception.face_backend=none", "perception.reid=none"),
+}
+NODE_PLANNERS = ("rules", "full_context", "llm")
+
+
 def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "text_top_k", "full_context"),
              variants: tuple[str, ...] = tuple(MEMORY_VARIANTS), llm_base_url: str = "", llm_model: str = "",
-             per_type: int = 4, progress: bool = True, objects: bool = True) -> list[RunResult]:
-    from ..agent.query_agent import AgentParams, QueryAgent
-    from ..agent.tools import StoreMemoryClient
+             per_type: int = 4, progress: bool = True, objects: bool = True, path: str = "library") -> list[RunResult]:
+    """``path``: ``library`` (the core in this process) or ``nodes`` (the default stack launched as
+    processes, the bag replayed into it, every question through the Ask service)."""
     from ..sim.episode import EpisodeConfig, GroundTruth, cached_episode
-    from ..sim.naming import label_identities
-    from ..sim.questions import generate_questions, score
-    from ..llm.chat_client import LLMError
-    from .text_only import TextOnlyPlanner
+    from ..sim.questions import generate_questions
 
+    planners = tuple(planners) + (("llm",) if llm_base_url and "llm" not in planners else ())
+    if path not in ("library", "nodes"):
+        raise ValueError(f"path: unknown {path!r} (library | nodes)")
+    if path == "nodes":
+        bad = [v for v in variants if v not in NODE_VARIANT_SETTINGS] + [p for p in planners if p not in NODE_PLANNERS]
+        if bad:
+            raise ValueError(f"--path nodes cannot run {', '.join(bad)} (library-only: the text-only baseline and "
+                             f"the ground-truth object ablation); nodes run variants "
+                             f"{', '.join(NODE_VARIANT_SETTINGS)} and planners {', '.join(NODE_PLANNERS)}")
     config = config or EpisodeConfig(days=1, people=3)
     out_dir.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
@@ -124,7 +138,6 @@ def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "
     timings["simulate_s"] = time.perf_counter() - start
     truth = GroundTruth.load(episode / "ground_truth.json")
     questions = generate_questions(truth, seed=config.seed, per_type=per_type, objects=objects)
-    planners = tuple(planners) + (("llm",) if llm_base_url and "llm" not in planners else ())
     judge = None
     if llm_base_url:
         from ..llm.chat_client import ChatClient, LLMConfig
@@ -132,39 +145,70 @@ def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "
     results: list[RunResult] = []
     for variant in variants:
         start = time.perf_counter()
-        store, report = _ingest(episode / "bag", out_dir / f"memory_{variant}", MEMORY_VARIANTS[variant], progress,
-                                truth)
-        timings[f"ingest_{variant}_s"] = time.perf_counter() - start
-        names_of = label_identities(lambda tool, args: store.call_tool(tool, args),
-                                    lambda ident, display: store.name_identity(ident, display), truth)
-        client = StoreMemoryClient(store)
-        agent = QueryAgent(client, AgentParams(planner="rules", llm_base_url=llm_base_url, llm_model=llm_model),
-                           extra_planners={"text_top_k": TextOnlyPlanner()})
-        for planner in planners:
-            result = RunResult(variant, planner)
-            start = time.perf_counter()
-            for q in questions:
-                ans = agent.ask(q.question, as_of=q.asked_at, planner=planner)
-                ok, compared = score(q, ans.to_dict(), names_of)
-                if q.type == "text" and judge is not None:
-                    try:
-                        mark = llm_match(judge, q.question, ", ".join(q.answer["objects"]), ans.text)
-                        result.llm_match.append(mark)
-                        ok, compared = mark >= 4, f"LLM-Match {mark}/5"
-                    except (JudgeError, LLMError) as exc:
-                        log.warning("LLM-Match judge failed (%s): keyword match kept", exc)
-                result.scores.setdefault(q.type, []).append(ok)
-                result.tokens.append(ans.tokens_in + ans.tokens_out)
-                result.latency_s.append(ans.latency_s)
-                result.tool_calls.append(ans.tool_calls)
-                result.answers.append({"question": q.question, "type": q.type, "truth": q.answer,
-                                       "answer": ans.text or ans.error, "correct": ok, "compared": compared})
-            timings[f"answer_{planner}_{variant}_s"] = time.perf_counter() - start
-            results.append(result)
-        timings[f"keyframes_{variant}"] = report.keyframes
-        store.close()
+        with _memory(path, episode, truth, out_dir / f"memory_{variant}", variant, progress, llm_base_url,
+                     llm_model) as (ask, names_of, keyframes):
+            timings[f"ingest_{variant}_s"] = time.perf_counter() - start
+            for planner in planners:
+                start = time.perf_counter()
+                results.append(_answer_all(RunResult(variant, planner), questions,
+                                           lambda q: ask(q, planner), names_of, judge))
+                timings[f"answer_{planner}_{variant}_s"] = time.perf_counter() - start
+            timings[f"keyframes_{variant}"] = keyframes
     write_report(out_dir, results, questions, timings, config)
     return results
+
+
+@contextlib.contextmanager
+def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress: bool, llm_base_url: str,
+            llm_model: str):
+    """(ask(question, planner) -> answer dict, identity names, keyframes stored) for one variant."""
+    if path == "nodes":
+        from ..sim.demo import StackRun
+        if data.exists():
+            shutil.rmtree(data)
+        overrides = NODE_VARIANT_SETTINGS[variant] + ((f"query_agent.llm_base_url={llm_base_url}",
+                                                        f"query_agent.llm_model={llm_model}") if llm_base_url else ())
+        with StackRun(episode, truth, data, overrides, progress, label=f"eval {variant}") as run:
+            yield ((lambda q, planner: json.loads(run.ask(q.question, q.asked_at, planner).json or "{}")),
+                   run.names_of, run.stats.observations)
+        return
+    from ..agent.query_agent import AgentParams, QueryAgent
+    from ..agent.tools import StoreMemoryClient
+    from ..sim.naming import label_identities
+    from .text_only import TextOnlyPlanner
+    store, report = _ingest(episode / "bag", data, MEMORY_VARIANTS[variant], progress, truth)
+    try:
+        names_of = label_identities(lambda tool, args: store.call_tool(tool, args),
+                                    lambda ident, display: store.name_identity(ident, display), truth)
+        agent = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules", llm_base_url=llm_base_url,
+                                                                 llm_model=llm_model),
+                           extra_planners={"text_top_k": TextOnlyPlanner()})
+        yield (lambda q, planner: agent.ask(q.question, as_of=q.asked_at, planner=planner).to_dict()), names_of, \
+            report.keyframes
+    finally:
+        store.close()
+
+
+def _answer_all(result: RunResult, questions, ask, names_of: dict, judge) -> RunResult:
+    from ..llm.chat_client import LLMError
+    from ..sim.questions import score
+    for q in questions:
+        ans = ask(q)
+        ok, compared = score(q, ans, names_of)
+        if q.type == "text" and judge is not None:
+            try:
+                mark = llm_match(judge, q.question, ", ".join(q.answer["objects"]), ans.get("text", ""))
+                result.llm_match.append(mark)
+                ok, compared = mark >= 4, f"LLM-Match {mark}/5"
+            except (JudgeError, LLMError) as exc:
+                log.warning("LLM-Match judge failed (%s): keyword match kept", exc)
+        result.scores.setdefault(q.type, []).append(ok)
+        result.tokens.append(ans.get("tokens_in", 0) + ans.get("tokens_out", 0))
+        result.latency_s.append(ans.get("latency_s", 0.0))
+        result.tool_calls.append(ans.get("tool_calls", 0))
+        result.answers.append({"question": q.question, "type": q.type, "truth": q.answer,
+                               "answer": ans.get("text") or ans.get("error", ""), "correct": ok, "compared": compared})
+    return result
 
 
 def write_report(out_dir: Path, results: list[RunResult], questions, timings: dict, config) -> None:
