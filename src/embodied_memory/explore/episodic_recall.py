@@ -22,7 +22,7 @@ import numpy as np
 
 from ..agent.answer import extract_json_objects
 from ..llm.chat_client import LLMError
-from ..llm.images import image_data_url
+from ..llm.images import image_part
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +80,7 @@ class MllmPlaceVerifier:
     def same_place(self, current: np.ndarray, past: np.ndarray) -> bool:
         messages = [{"role": "user", "content": [
             {"type": "text", "text": VERIFY_PROMPT},
-            {"type": "image_url", "image_url": {"url": image_data_url(current), "detail": "low"}},
-            {"type": "image_url", "image_url": {"url": image_data_url(past), "detail": "low"}}]}]
+            image_part(current), image_part(past)]}]
         try:
             reply = self.client.chat(messages).content
         except LLMError as exc:

@@ -25,7 +25,7 @@ from scipy import ndimage
 
 from ..agent.answer import extract_json_objects
 from ..llm.chat_client import LLMError
-from ..llm.images import image_data_url
+from ..llm.images import image_part
 from .frontiers import Frontier
 from .map_render import known_box, render_map
 from .occupancy import OCCUPIED, UNKNOWN, OccupancyGrid
@@ -189,9 +189,9 @@ class MllmPruner:
         before, rest = text.split("PREVIOUS_MAP", 1)
         middle, after = rest.split("CURRENT_MAP", 1)
         content = [{"type": "text", "text": before},
-                   {"type": "image_url", "image_url": {"url": image_data_url(prev_img), "detail": "low"}},
+                   image_part(prev_img),
                    {"type": "text", "text": middle},
-                   {"type": "image_url", "image_url": {"url": image_data_url(cur_img), "detail": "low"}},
+                   image_part(cur_img),
                    {"type": "text", "text": after}]
         try:
             reply = self.client.chat([{"role": "user", "content": content}]).content

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 import cv2
 
 from ..agent.answer import extract_json_objects
-from ..llm.images import image_data_url
+from ..llm.images import image_part
 from ..types import SemanticRule
 from .deviations import DeviationResult, detect_deviations
 
@@ -101,7 +101,7 @@ class RuleExtractor:
         for s in dev_steps[:self.max_images]:
             image = cv2.imread(s.image_path) if s.image_path else None
             if image is not None:
-                content.append({"type": "image_url", "image_url": {"url": image_data_url(image), "detail": "low"}})
+                content.append(image_part(image))
         reply = self.client.chat([{"role": "user", "content": content}]).content
         raw = next((v["rules"] for v in extract_json_objects(reply)
                     if isinstance(v, dict) and isinstance(v.get("rules"), list)), None)

@@ -20,3 +20,8 @@ def image_data_url(image: np.ndarray, max_side: int = MAX_SIDE, quality: int = J
     if not ok:
         raise ValueError("image does not encode as JPEG")
     return "data:image/jpeg;base64," + base64.b64encode(np.asarray(buf).tobytes()).decode()
+
+
+def image_part(image: np.ndarray, max_side: int = MAX_SIDE) -> dict:
+    """One image as a chat message content part (OpenAI-compatible, detail "low")."""
+    return {"type": "image_url", "image_url": {"url": image_data_url(image, max_side), "detail": "low"}}

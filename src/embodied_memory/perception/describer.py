@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..llm.images import image_data_url
+from ..llm.images import image_part
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class VLMDescriber:
         """(prose, structured JSON) for a segment's frames."""
         from ..agent.answer import extract_json_objects
         content = [{"type": "text", "text": OBJECT_CENTRIC_PROMPT if self.prompt == "object_centric" else CAPTION_PROMPT}]
-        content += [{"type": "image_url", "image_url": {"url": image_data_url(im), "detail": "low"}} for im in images]
+        content += [image_part(im) for im in images]
         result = self._client.chat([{"role": "user", "content": content}])
         if self.prompt == "caption":
             return _words_limit(result.content.strip()), ""

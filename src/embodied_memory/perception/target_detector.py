@@ -11,7 +11,7 @@ import numpy as np
 
 from ..agent.answer import extract_json_objects
 from ..llm.chat_client import LLMError
-from ..llm.images import image_data_url
+from ..llm.images import image_part
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,7 @@ class VlmTargetDetector:
         h, w = frame.image.shape[:2]
         messages = [{"role": "user", "content": [
             {"type": "text", "text": PROMPT.format(target=target, w=w, h=h)},
-            {"type": "image_url", "image_url": {"url": image_data_url(frame.image, max_side=max(w, h)),
-                                                "detail": "low"}}]}]
+            image_part(frame.image, max_side=max(w, h))]}]
         try:
             reply = self.client.chat(messages).content
         except LLMError as exc:
