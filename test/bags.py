@@ -42,3 +42,24 @@ def people_and_faces_bag(path: Path, fps: float = 10.0) -> dict:
         for i, (image, place) in enumerate(scenes):
             bag.frame(T_START + i / fps, image, 0.1 * i, 2.0, 0.0, waypoint=place)
     return {"frames": len(scenes), "duration_s": (len(scenes) - 1) / fps}
+
+
+def small_bag(path: Path, frames: int = 20, storage: str = "mcap") -> Path:
+    """Synthetic grey frames (with depth) at 10 Hz at the dock, the robot driving along x."""
+    with BagWriter(path, storage=storage) as bag:
+        for i in range(frames):
+            image = np.full((48, 64, 3), i * 10 % 255, np.uint8)
+            bag.frame(T_START + i * 0.1, image, i * 0.1, 0.0, 0.0, depth=np.full((48, 64), 1.5, np.float32),
+                      waypoint="dock")
+    return path
+
+
+def damage(bag_dir: Path, offset: int, size: int, seed: int = 0) -> Path:
+    """Overwrite ``size`` bytes of the bag's MCAP file at ``offset`` (negative: from the middle)
+    with random garbage; the file keeps its length, so its summary stays readable."""
+    mcap = next(Path(bag_dir).glob("*.mcap"))
+    data = bytearray(mcap.read_bytes())
+    start = len(data) // 2 if offset < 0 else offset
+    data[start:start + size] = np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8).tobytes()
+    mcap.write_bytes(bytes(data))
+    return mcap

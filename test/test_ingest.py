@@ -11,16 +11,7 @@ from embodied_memory.params import StoreParams
 from embodied_memory.perception.pipeline import Perception, PerceptionParams
 from embodied_memory.store import open_store
 
-from bags import T_START, people_and_faces_bag
-
-
-def small_bag(path, frames=20, storage="mcap"):
-    with BagWriter(path, storage=storage) as bag:
-        for i in range(frames):
-            image = np.full((48, 64, 3), i * 10 % 255, np.uint8)
-            bag.frame(T_START + i * 0.1, image, i * 0.1, 0.0, 0.0, depth=np.full((48, 64), 1.5, np.float32),
-                      waypoint="dock")
-    return path
+from bags import T_START, people_and_faces_bag, small_bag
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])

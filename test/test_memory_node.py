@@ -60,8 +60,8 @@ def test_memory_node_topics_and_services(memory_stack, ros_context, tmp_path):
     res = call(node, QueryMemory, "/memory/query", QueryMemory.Request(
         tool="person_observations", arguments_json=json.dumps({"person": "person_0001"})))
     rows = json.loads(res.result_json)
-    assert [r["id"] for r in rows] == ["n0", "n3"] and math.isclose(rows[0]["yaw"], 0.5, abs_tol=1e-3)
-    assert rows[0]["image_path"].endswith("n0.jpg")   # the node wrote the JPEG once
+    assert [r["id"] for r in rows] == ["n3", "n0"] and math.isclose(rows[0]["yaw"], 0.5, abs_tol=1e-3)  # newest first
+    assert rows[1]["image_path"].endswith("n0.jpg")   # the node wrote the JPEG once
     bad_json = call(node, QueryMemory, "/memory/query", QueryMemory.Request(tool="persons_per_day",
                                                                               arguments_json="{oops"))
     assert not bad_json.success

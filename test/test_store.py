@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from embodied_memory.store import InvalidRecordError, StoreError, UnknownPersonError, open_store
+from embodied_memory.store import StoreError, UnknownPersonError, open_store
 from embodied_memory.store.recency import RecencyScore
 from embodied_memory.types import SemanticRule
 
@@ -88,16 +88,21 @@ def test_time_queries(store):
 
 
 def test_waypoint_history(store):
-    assert ids(store.waypoint_observations("kitchen")) == ["o0", "o2", "o5"]
+    assert ids(store.waypoint_observations("kitchen")) == ["o5", "o2", "o0"]   # the recent end first
+    assert ids(store.waypoint_observations("kitchen", limit=2)) == ["o5", "o2"]
+    assert ids(store.waypoint_observations("kitchen", limit=2, order="oldest")) == ["o0", "o2"]
     assert ids(store.waypoint_observations("kitchen", T0 + HOUR, T0 + 3 * HOUR)) == ["o2"]
+    assert ids(store.waypoint_observations("kitchen", t_start=0.0, t_end=T0)) == ["o0"]
     assert store.waypoint_observations("garage") == []
 
 
 def test_person_history_and_names(store):
-    assert ids(store.person_observations("alice")) == ["o0", "o2"]
+    assert ids(store.person_observations("alice")) == ["o2", "o0"]   # newest first
+    assert ids(store.person_observations("alice", limit=1)) == ["o2"]  # "when did you last see alice"
+    assert ids(store.person_observations("alice", limit=1, order="oldest")) == ["o0"]
     assert ids(store.person_observations("bob", t_start=T0 + 2 * HOUR)) == ["o4"]
     store.name_identity("bob", "Robert")
-    assert ids(store.person_observations("robert")) == ["o1", "o4"]  # display name, any case
+    assert ids(store.person_observations("robert", order="oldest")) == ["o1", "o4"]  # display name, any case
     with pytest.raises(UnknownPersonError, match="carol"):
         store.person_observations("carol")
     with pytest.raises(UnknownPersonError):
@@ -147,30 +152,50 @@ def test_visual_similarity_across_episodes(store):
     assert ids(store.visual_similarity(unit(1), k=5, episode="day2")) == ["o5"]
 
 
-def test_bad_inputs_change_nothing(store):
+def test_bad_records_are_rejected_with_their_reason(store):
     before = store.stats()
     bad = [
-        (obs(20, T0 + 30 * HOUR, "nan pose", float("nan"), 0), "NaN"),
-        (obs(21, T0 + 30 * HOUR, "inf pose", 0, float("inf")), "NaN/inf"),
-        (obs(22, T0 + 30 * HOUR, "wrong image size", image=np.ones(15)), "configured dimension is 16"),
-        (obs(23, T0 + 30 * HOUR, "x" * 9000), "max_description_chars"),
-        (obs(24, T0 + 30 * HOUR, "bad id", people=["not valid id!"]), "not a valid id"),
-        (obs(25, T0 + 1 * HOUR, "back in time", episode="day2"), "older than the last record"),
-        (obs(26, float("nan"), "nan time"), "stamp"),
+        (obs(20, T0 + 30 * HOUR, "nan pose", float("nan"), 0), "non_finite_pose", "NaN"),
+        (obs(21, T0 + 30 * HOUR, "inf pose", 0, float("inf")), "non_finite_pose", "NaN/inf"),
+        (obs(22, T0 + 30 * HOUR, "wrong image size", image=np.ones(15)), "bad_embedding_dim",
+         "configured dimension is 16"),
+        (obs(23, T0 + 30 * HOUR, "x" * 9000), "description_too_long", "max_description_chars"),
+        (obs(24, T0 + 30 * HOUR, "bad id", people=["not valid id!"]), "bad_id", "not a valid id"),
+        (obs(25, T0 + 1 * HOUR, "back in time", episode="day2"), "stamp_went_back", "older than the last record"),
+        (obs(26, float("nan"), "nan time"), "bad_stamp", "stamp"),
+        (obs(27, T0 + 30 * HOUR, "lone surrogate \udc80"), "bad_text", "UTF-8"),
     ]
-    for record, message in bad:
-        with pytest.raises(InvalidRecordError, match=message):
-            store.insert([record])
-    # one bad record in a batch: the good ones are not written either
-    with pytest.raises(InvalidRecordError):
-        store.insert([obs(30, T0 + 40 * HOUR, "good", episode="day2"),
-                      obs(31, T0 + 41 * HOUR, "bad", float("nan"), 0, episode="day2")])
+    for record, kind, message in bad:
+        result = store.insert_batch([record])
+        assert result.stored == [] and list(result.rejected) == [record.observation_id]
+        reason = result.rejected[record.observation_id]
+        assert reason.startswith(kind + ":") and message in reason
+        assert store.insert([record]) == []   # insert: the same, as a list of what was stored
+    assert store.rejections["non_finite_pose"] == 4 and store.rejections["stamp_went_back"] == 2
     after = store.stats()
     assert {k: after[k] for k in ("observations", "person_sightings", "identities")} == \
            {k: before[k] for k in ("observations", "person_sightings", "identities")}
-    assert store.get_observation("o30") is None
-    # re-inserting stored ids is idempotent
+    # re-inserting stored ids is idempotent: a duplicate, not an error
+    again = store.insert_batch([obs(0, T0, "a red mug on the kitchen counter")])
+    assert again.stored == [] and again.duplicates == ["o0"] and again.rejected == {}
     assert store.insert([obs(0, T0, "a red mug on the kitchen counter")]) == []
+
+
+def test_one_bad_record_does_not_reject_the_good_ones(store):
+    n = store.observation_count()
+    result = store.insert_batch([obs(30, T0 + 40 * HOUR, "good one", episode="day2"),
+                                 obs(31, T0 + 41 * HOUR, "bad", float("nan"), 0, episode="day2", people=["carol"]),
+                                 obs(32, T0 + 42 * HOUR, "good two", people=["dave"], episode="day2")])
+    assert result.stored == ["o30", "o32"] and list(result.rejected) == ["o31"]
+    assert result.rejected["o31"].startswith("non_finite_pose")
+    assert store.observation_count() == n + 2 and store.get_observation("o31") is None
+    assert [p.identity_id for p in store.identities()] == ["alice", "bob", "dave"]  # nothing of o31 (carol)
+    assert store.get_observation("o32")["persons"] == ["dave"]
+    # a stamp going back is judged against the records accepted before it in the same batch
+    result = store.insert_batch([obs(33, T0 + 50 * HOUR, "later", episode="day2"),
+                                 obs(34, T0 + 49 * HOUR, "back", episode="day2"),
+                                 obs(33, T0 + 50 * HOUR, "later", episode="day2")])
+    assert result.stored == ["o33"] and list(result.rejected) == ["o34"] and result.duplicates == ["o33"]
 
 
 def test_export_and_forget_identity(store, tmp_path):
@@ -184,10 +209,12 @@ def test_export_and_forget_identity(store, tmp_path):
     assert [s["observation_id"] for s in export["sightings"]] == ["o0", "o2", "o40"]
     assert len(export["sightings"][0]["face_emb"]) == 8
     store.daily_summary("2026-03-10", "alice")
+    mug_image = store.get_observation("o0")["image_path"]
     dry = store.forget_identity("alice", dry_run=True)
-    assert dry["sightings_removed"] == 3 and crop.exists()
-    result = store.forget_identity("alice")
-    assert result["sightings_removed"] == 3 and result["files_removed"] == 1 and not crop.exists()
+    assert dry["sightings_removed"] == 3 and dry["files_removed"] == 2 and crop.exists()
+    result = store.forget_identity("alice")   # forget_deletes_images: the keyframe o0 showing alice too
+    assert result["sightings_removed"] == 3 and result["files_removed"] == 2 and not crop.exists()
+    assert not __import__("os").path.exists(mug_image) and "image_path" not in store.get_observation("o0")
     with pytest.raises(UnknownPersonError):
         store.person_observations("alice")
     assert "alice" not in store.get_observation("o2")["description"].lower()
@@ -195,8 +222,14 @@ def test_export_and_forget_identity(store, tmp_path):
     assert all("alice" not in r["description"].lower() for r in store.text_observations("alice", k=10))
     n = store._conn().execute("SELECT COUNT(*) FROM summaries WHERE identity_id='alice'").fetchone()[0]
     assert n == 0
-    with pytest.raises(InvalidRecordError, match="forgotten"):
-        store.insert([obs(41, T0 + 6 * HOUR, "again", people=["alice"])])
+    with pytest.raises(UnknownPersonError):
+        store.export_identity("alice")
+    # later sightings of the forgotten id are dropped, the rest of the observation is stored
+    result = store.insert_batch([obs(41, T0 + 6 * HOUR, "alice and bob again", people=["alice", "bob"], episode="visit")])
+    assert result.stored == ["o41"] and result.sightings_dropped == 1
+    assert store.rejections["forgotten_identity_sighting"] == 1
+    again = store.get_observation("o41")
+    assert again["persons"] == ["bob"] and "alice" not in again["description"].lower()
     assert store.get_observation("o0") is not None  # the observation itself stays
 
 
@@ -230,7 +263,7 @@ def test_call_tool_by_name(store):
     assert ids(store.call_tool("waypoint_observations", {"waypoint_id": "corridor"})) == ["o1"]
     with pytest.raises(StoreError, match="unknown tool"):
         store.call_tool("drop_table", {})
-    with pytest.raises(StoreError, match="bad arguments"):
+    with pytest.raises(StoreError, match="unknown argument 'where'"):
         store.call_tool("waypoint_observations", {"where": "x"})
 
 
@@ -255,7 +288,7 @@ def test_readers_are_not_blocked_by_a_writer(store):
         start = time.monotonic()
         reader.start()
         reader.join(5)
-        assert ids(result["rows"]) == ["o0", "o2", "o5"] and time.monotonic() - start < 1.0
+        assert ids(result["rows"]) == ["o5", "o2", "o0"] and time.monotonic() - start < 1.0
     finally:
         writer.execute("ROLLBACK")
         writer.close()
@@ -278,11 +311,12 @@ def test_naming_two_identities_alike_merges_them(store):
     assert store.name_identity("alice", "Alice") == "alice"
     survivor = store.name_identity("bob", "Alice")   # the operator says bob's sightings are Alice's too
     assert survivor == "alice"
-    assert [r["id"] for r in store.person_observations("Alice")] == ["o0", "o1", "o2", "o4"]
+    assert [r["id"] for r in store.person_observations("Alice", order="oldest")] == ["o0", "o1", "o2", "o4"]
     assert [i.identity_id for i in store.identities()] == ["alice"]
     store.insert([obs(50, T0 + 40 * HOUR, "later sighting", people=["bob"], episode="day3")])
     assert store.get_observation("o50")["persons"] == ["alice"]   # perception's old id follows the merge
     store.merge_identities("alice", "alice")                       # no-op
     store.forget_identity("alice")
-    with pytest.raises(InvalidRecordError, match="forgotten"):
-        store.insert([obs(51, T0 + 41 * HOUR, "again", people=["bob"], episode="day3")])
+    result = store.insert_batch([obs(51, T0 + 41 * HOUR, "bob again", people=["bob"], episode="day3")])
+    assert result.stored == ["o51"] and result.sightings_dropped == 1   # bob is an alias of forgotten alice
+    assert store.get_observation("o51")["persons"] == [] and "bob" not in store.get_observation("o51")["description"]

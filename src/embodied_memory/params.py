@@ -15,6 +15,11 @@ from .ingest.selection import SelectionParams
 from .perception.pipeline import PerceptionParams
 
 
+ACKS_TOPIC = "/memory/acks"                         # embodied_memory_interfaces/Ack (nodes/delivery.py)
+FORGOTTEN_TOPIC = "/memory/forgotten_identities"    # embodied_memory_interfaces/IdentityForgotten
+RESEND_AFTER_S = 60.0                               # unacknowledged this long: sent again
+
+
 @dataclass(frozen=True)
 class StoreParams:
     """Where and how the memory is kept (see embodied_memory.store)."""
@@ -35,6 +40,10 @@ class StoreParams:
                                            # this many vectors from SQLite; a snapshot rewrites the index)
     ivf_min_vectors: int = 200_000         # FAISS: exact flat index below, IVF (approximate) above
     text_embedder: str = "minilm"          # minilm | hash (tests/benchmarks without a model)
+    forget_deletes_images: bool = True     # forget --identity also deletes the keyframe images showing them
+    milvus_token_env: str = "MILVUS_TOKEN"         # env var holding the Milvus token ("" = none); never in YAML
+    milvus_user: str = ""                          # Milvus user (password from milvus_password_env)
+    milvus_password_env: str = "MILVUS_PASSWORD"   # env var holding that user's password
 
     def validate(self) -> None:
         if self.backend not in ("sqlite_faiss", "milvus"):
@@ -59,6 +68,8 @@ class MemoryNodeParams(StoreParams):
     map_frame: str = "map"
     merges_topic: str = "/memory/identity_merges"
     episode_maps_topic: str = "/memory/episode_maps"
+    acks_topic: str = ACKS_TOPIC
+    forgotten_topic: str = FORGOTTEN_TOPIC
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,26 @@ class QueryAgentNodeParams(AgentParams):
     memory_query_service: str = "/memory/query"
     memory_timeout_s: float = 10.0
     navigation_action: str = ""            # e.g. /navigate_to_waypoint: enables the navigate tool
+    max_concurrent_questions: int = 4      # answered at the same time
+    max_queued_questions: int = 16         # waiting for a free slot; beyond: "busy:" error at once
+
+    def validate(self) -> None:
+        super().validate()
+        if self.max_concurrent_questions < 1 or self.max_queued_questions < 0:
+            raise ValueError("max_concurrent_questions must be >= 1 and max_queued_questions >= 0")
+        if self.max_concurrent_questions + self.max_queued_questions > MAX_ADMITTED_QUESTIONS:
+            raise ValueError(f"max_concurrent_questions + max_queued_questions: at most {MAX_ADMITTED_QUESTIONS}")
+        if not self.memory_timeout_s > 0:
+            raise ValueError("memory_timeout_s: must be > 0")
+
+    def answer_wait_s(self) -> float:
+        """The longest a caller waits for an answer (queue included): the question's budget and
+        the node's grace to send the reply.  The CLI's default ``ask --timeout`` is this."""
+        return self.question_timeout() + ANSWER_GRACE_S
+
+
+MAX_ADMITTED_QUESTIONS = 128   # concurrent + queued: each waiting question holds an executor thread
+ANSWER_GRACE_S = 5.0           # beyond the question's budget: the reply's way back to the caller
 
 
 @dataclass(frozen=True)
@@ -97,6 +128,9 @@ class FrameSelectorNodeParams(SelectionParams, TopicParams):
     waypoint_radius_m: float = 3.0                     # no waypoint topic says where the robot is
     episode_id: str = ""                               # "" = "run_<start time>"
     flush_after_s: float = 3.0                         # no frame for this long: close the segment
+    acks_topic: str = ACKS_TOPIC                       # keyframes are kept until the memory (or
+    max_unacked_keyframes: int = 500                   # perception, dropping one) acknowledges them
+    resend_after_s: float = RESEND_AFTER_S
 
 
 @dataclass(frozen=True)
@@ -104,6 +138,10 @@ class PerceptionNodeParams(PerceptionParams):
     keyframes_topic: str = "/memory/keyframes"
     observations_topic: str = "/memory/observations"
     merges_topic: str = "/memory/identity_merges"
+    acks_topic: str = ACKS_TOPIC                       # observations are kept until the memory
+    max_unacked_observations: int = 500                # acknowledges them
+    resend_after_s: float = RESEND_AFTER_S
+    forgotten_topic: str = FORGOTTEN_TOPIC
 
 
 @dataclass(frozen=True)

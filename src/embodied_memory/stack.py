@@ -9,9 +9,17 @@ One YAML file under ``config/`` drives both ``embodied-memory launch`` (this mac
       memory:                      # node name
         executable: memory_node    # a console script of this package (see setup.py)
         namespace: ""              # optional
-        required: true             # the stack stops (non-zero) when it dies
-        respawn: false             # restart it instead (respawn_delay_s, max_respawns)
+        required: true             # the stack stops (non-zero) when it fails for good
+        respawn: true              # restart it when it crashes (the default)
+        respawn_delay_s: 1.0       # first restart delay, doubled after each crash ...
+        respawn_max_delay_s: 30.0  # ... up to this
+        max_respawns: 5            # more crashes than this within crash_window_s = a crash loop:
+        crash_window_s: 60.0       # the node is given up (a required one stops the stack, code 1)
         parameters: {data_dir: ...}
+
+A crash is any exit but a clean one (code 0: a node with a natural end, e.g. an importer) or
+a configuration error (code 2: a restart cannot fix it).  A node that ran longer than
+``crash_window_s`` starts again from the first delay.
 """
 from __future__ import annotations
 
@@ -28,7 +36,7 @@ from .params import NODE_PARAMS
 PACKAGE = "embodied_memory"
 _STACK_KEYS = {"stack", "environment", "nodes"}
 _NODE_KEYS = {"executable", "namespace", "required", "respawn", "respawn_delay_s",
-              "max_respawns", "parameters"}
+              "respawn_max_delay_s", "max_respawns", "crash_window_s", "parameters"}
 
 
 @dataclass(frozen=True)
@@ -38,9 +46,17 @@ class NodeSpec:
     parameters: dict[str, Any]
     namespace: str = ""
     required: bool = True
-    respawn: bool = False
+    respawn: bool = True
     respawn_delay_s: float = 1.0
+    respawn_max_delay_s: float = 30.0
     max_respawns: int = 5
+    crash_window_s: float = 60.0
+
+    def respawn_delay(self, consecutive_crashes: int) -> float:
+        """The delay before restart number ``consecutive_crashes`` (1 = the first): the first
+        delay doubled each time, at most ``respawn_max_delay_s``."""
+        n = max(1, consecutive_crashes)
+        return min(self.respawn_max_delay_s, self.respawn_delay_s * 2.0 ** min(n - 1, 60))
 
     @property
     def fully_qualified_name(self) -> str:
@@ -75,6 +91,13 @@ def _expect(value: Any, kind: type | tuple, where: str) -> Any:
     return value
 
 
+def _non_negative(spec: dict, key: str, default: float, where: str, positive: bool = False) -> float:
+    value = float(_expect(spec.get(key, default), (int, float), f"{where}.{key}"))
+    if not (value > 0.0 if positive else value >= 0.0) or value == float("inf"):
+        raise ConfigError(f"{where}.{key}: expected a finite number {'>' if positive else '>='} 0, got {value}")
+    return value
+
+
 def parse_stack(data: Any, source: str) -> StackSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a stack file is a mapping with 'stack' and 'nodes'")
@@ -100,16 +123,25 @@ def parse_stack(data: Any, source: str) -> StackSpec:
         params = parse_params(NODE_PARAMS[executable], _expect(spec.get("parameters") or {}, dict,
                                                                f"{where}.parameters"),
                               f"{where}.parameters")
+        delay = _non_negative(spec, "respawn_delay_s", 1.0, where)
         nodes.append(NodeSpec(
             name=node_name, executable=executable,
             # only what the file sets: the node fills in defaults (and validates again)
             parameters={k: v for k, v in params_to_dict(params).items() if k in (spec.get("parameters") or {})},
             namespace=_expect(spec.get("namespace", ""), str, f"{where}.namespace"),
             required=_expect(spec.get("required", True), bool, f"{where}.required"),
-            respawn=_expect(spec.get("respawn", False), bool, f"{where}.respawn"),
-            respawn_delay_s=float(_expect(spec.get("respawn_delay_s", 1.0), (int, float), f"{where}.respawn_delay_s")),
+            respawn=_expect(spec.get("respawn", True), bool, f"{where}.respawn"),
+            respawn_delay_s=delay,
+            respawn_max_delay_s=_non_negative(spec, "respawn_max_delay_s", max(30.0, delay), where),
             max_respawns=_expect(spec.get("max_respawns", 5), int, f"{where}.max_respawns"),
+            crash_window_s=_non_negative(spec, "crash_window_s", 60.0, where, positive=True),
         ))
+        node = nodes[-1]
+        if node.max_respawns < 0:
+            raise ConfigError(f"{where}.max_respawns: expected >= 0, got {node.max_respawns}")
+        if node.respawn_max_delay_s < node.respawn_delay_s:
+            raise ConfigError(f"{where}.respawn_max_delay_s ({node.respawn_max_delay_s}) is below "
+                              f"respawn_delay_s ({node.respawn_delay_s})")
     return StackSpec(name=name, source=source, nodes=nodes, environment=env)
 
 

@@ -80,6 +80,9 @@ class Observation:
     global_embedding: Vector = None
     regions: list[Region] = field(default_factory=list)
     people: list[PersonSighting] = field(default_factory=list)
+    # the keyframe as JPEG, written under the store's images/ only once the store accepts the
+    # observation (then image_path names the file); None when image_path is already set or no image
+    image_jpeg: Optional[bytes] = field(default=None, repr=False)
 
 
 @dataclass

@@ -2,26 +2,36 @@
 
 ``planner``: ``llm`` (OpenAI-compatible endpoint), ``rules`` (deterministic, embedded
 default), ``full_context`` (baseline), or ``auto`` (llm when an endpoint is configured).
-An endpoint that is down makes ``llm`` fall back to ``rules`` (noted in the answer).
+
+``ask`` never raises and never takes much longer than ``question_timeout()``: an endpoint that
+is down, hangs, answers garbage or runs out of the question's time makes ``llm`` fall back to
+``rules`` (planner "rules (fallback)", the reason in ``error``); anything else that goes wrong
+becomes an Answer with status "error" naming the exception.  Every answer is sanitised
+(``Answer.sanitize``).  One agent serves concurrent questions (each gets its own planner and
+tool box).
 """
 from __future__ import annotations
 
 import datetime as dt
 import logging
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Optional
 from zoneinfo import ZoneInfo
 
-from ..llm.chat_client import ChatClient, EndpointUnavailable, LLMConfig, LLMError
-from .answer import STATUS_ERROR, Answer, no_answer
+from ..llm.chat_client import BadResponse, ChatClient, EndpointUnavailable, LLMConfig, LLMError
+from .answer import STATUS_ERROR, Answer, clean_text, no_answer, valid_time
 from .full_context import FullContextPlanner
 from .llm_planner import LLMPlanner
 from .rules_planner import RulesPlanner
-from .tools import MemoryClient, NavigateFn, ToolBox
+from .tools import MemoryClient, NavigateFn, OutOfTime, ToolBox
 
 log = logging.getLogger(__name__)
 PLANNERS = ("auto", "llm", "rules", "full_context")
+MAX_QUESTION_CHARS = 4000
+QUERY_CHARS = 2000          # the memory's longest text query
+FALLBACK = "rules (fallback)"
 
 
 @dataclass(frozen=True)
@@ -30,9 +40,10 @@ class AgentParams:
     llm_base_url: str = ""                 # e.g. http://localhost:8000/v1 (vLLM, Ollama, llama.cpp, OpenAI)
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"
-    llm_timeout_s: float = 60.0
+    llm_timeout_s: float = 60.0            # one model call
     llm_max_tokens: int = 512
     function_call_limit: int = 10          # HUMEMBR's best
+    question_timeout_s: float = 0.0        # a whole question; 0 = llm_timeout_s * (function_call_limit + 1)
     timezone: str = "UTC"
     rules_top_k: int = 3                   # semantic-memory rules put in the system prompt
     match_threshold: float = 0.35          # rules planner: min text similarity of a match
@@ -44,7 +55,16 @@ class AgentParams:
             raise ValueError(f"planner '{self.planner}' needs llm_base_url (an OpenAI-compatible endpoint)")
         if self.function_call_limit < 1:
             raise ValueError("function_call_limit: must be >= 1")
+        if not self.llm_timeout_s > 0:
+            raise ValueError("llm_timeout_s: must be > 0")
+        if not self.question_timeout_s >= 0:
+            raise ValueError("question_timeout_s: must be >= 0 (0 = llm_timeout_s * (function_call_limit + 1))")
         check_timezone(self.timezone)
+
+    def question_timeout(self) -> float:
+        """Seconds one question may take: every model call of the llm planner (one per tool
+        round, plus the final answer) at its timeout, unless ``question_timeout_s`` says."""
+        return self.question_timeout_s or self.llm_timeout_s * (self.function_call_limit + 1)
 
 
 def check_timezone(name: str) -> None:
@@ -61,12 +81,14 @@ class QueryAgent:
         self.params = params
         self.tz = ZoneInfo(params.timezone)
         self.navigate = navigate
-        self.rules_planner = RulesPlanner(params.match_threshold)
         self.extra_planners = dict(extra_planners or {})  # e.g. evaluation baselines, by name
         self.client: Optional[ChatClient] = None
         if params.llm_base_url:
             self.client = ChatClient(LLMConfig(params.llm_base_url, params.llm_model, params.llm_api_key_env,
                                                params.llm_timeout_s, max_tokens=params.llm_max_tokens))
+
+    def _rules_planner(self) -> RulesPlanner:
+        return RulesPlanner(self.params.match_threshold)  # per question: it keeps per-question state
 
     def _planner(self, name: str):
         if name == "auto":
@@ -74,46 +96,88 @@ class QueryAgent:
         if name in self.extra_planners:
             return self.extra_planners[name]
         if name == "rules":
-            return self.rules_planner
+            return self._rules_planner()
         if name == "full_context":
             return FullContextPlanner(self.client)
         if name == "llm":
             if self.client is None:
                 raise EndpointUnavailable("planner 'llm' needs llm_base_url")
             return LLMPlanner(self.client, self.params.function_call_limit)
-        raise ValueError(f"unknown planner {name!r} ({' | '.join(PLANNERS)})")
+        raise ValueError(f"unknown planner {clean_text(name, 100)!r} ({' | '.join(PLANNERS)})")
 
-    def ask(self, question: str, as_of: Optional[float] = None, planner: str = "") -> Answer:
-        """Answer ``question`` as if asked at ``as_of`` (default: now)."""
+    def ask(self, question: str, as_of: Optional[float] = None, planner: str = "",
+            timeout_s: Optional[float] = None) -> Answer:
+        """Answer ``question`` as if asked at ``as_of`` (default: now) within ``timeout_s``
+        (default ``params.question_timeout()``).  Never raises."""
         start = time.perf_counter()
+        requested = planner or self.params.planner
+        tools: Optional[ToolBox] = None
+        try:
+            ans, tools = self._ask(question, as_of, requested, timeout_s)
+            ans.tool_calls = len(tools.calls) if tools is not None else 0
+            if not ans.evidence and tools is not None:
+                ans.evidence = tools.evidence[:20]
+        except Exception as exc:  # noqa: BLE001 - the last resort: an answer, never an exception
+            log.exception("question %r failed", str(question)[:200])
+            ans = Answer(status=STATUS_ERROR, planner=str(requested),
+                         error=f"{type(exc).__name__}: {exc}")
+        try:
+            ans.latency_s = round(time.perf_counter() - start, 3)
+            return ans.sanitize()
+        except Exception as exc:  # noqa: BLE001 - an answer object a planner broke beyond repair
+            return Answer(status=STATUS_ERROR, planner=clean_text(requested, 100),
+                          error=clean_text(f"{type(exc).__name__}: {exc}", 2000),
+                          latency_s=round(time.perf_counter() - start, 3))
+
+    def _ask(self, question, as_of, requested: str, timeout_s) -> tuple[Answer, Optional[ToolBox]]:
         now = as_of if as_of else time.time()
+        if not valid_time(now):
+            return Answer(status=STATUS_ERROR, error=f"as_of {now!r} is not a possible time", planner=requested), None
         now_iso = dt.datetime.fromtimestamp(now, tz=self.tz).isoformat(timespec="seconds")
-        tools = ToolBox(self.memory, now, self.tz, self.navigate)
-        question = (question or "").strip()
+        question = question if isinstance(question, str) else ""
+        if len(question) > MAX_QUESTION_CHARS:
+            return Answer(status=STATUS_ERROR, planner=requested, error=(
+                f"question is {len(question)} characters long (at most {MAX_QUESTION_CHARS})")), None
+        question = clean_question(question)
         if not question:
-            ans = no_answer("empty question")
-        else:
-            try:
-                chosen = self._planner(planner or self.params.planner)
-                rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
-                ans = chosen.answer(question, tools, rules, now_iso, self.params.timezone)
-            except EndpointUnavailable as exc:
-                log.warning("LLM endpoint unavailable (%s): answering with the rules planner", exc)
-                tools = ToolBox(self.memory, now, self.tz, self.navigate)
-                ans = self.rules_planner.answer(question, tools, [], now_iso, self.params.timezone)
-                ans.planner = "rules (fallback)"
-                ans.error = "; ".join(x for x in (ans.error, f"llm endpoint unavailable: {exc}") if x)
-            except (LLMError, ValueError) as exc:
-                ans = Answer(status=STATUS_ERROR, error=str(exc), planner=planner or self.params.planner)
-        ans.tool_calls = len(tools.calls)
-        if not ans.evidence:
-            ans.evidence = tools.evidence[:20]
-        ans.latency_s = round(time.perf_counter() - start, 3)
-        return ans
+            return no_answer("empty question"), None
+        budget = self.params.question_timeout() if timeout_s is None else timeout_s
+        deadline = time.monotonic() + budget
+        tools = ToolBox(self.memory, now, self.tz, self.navigate, deadline=deadline)
+        try:
+            chosen = self._planner(requested)
+            rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
+            ans = chosen.answer(question, tools, rules, now_iso, self.params.timezone)
+        except EndpointUnavailable as exc:
+            return self._fallback(question, now, now_iso, f"llm endpoint unavailable: {exc}")
+        except BadResponse as exc:
+            return self._fallback(question, now, now_iso, f"llm endpoint gave no usable answer: {exc}")
+        except OutOfTime as exc:
+            return self._fallback(question, now, now_iso, f"llm planner out of time ({budget:.0f} s): {exc}")
+        except LLMError as exc:
+            return self._fallback(question, now, now_iso, f"llm error: {exc}")
+        except ValueError as exc:
+            return Answer(status=STATUS_ERROR, error=str(exc), planner=requested), tools
+        return ans, tools
+
+    def _fallback(self, question: str, now: float, now_iso: str, reason: str) -> tuple[Answer, ToolBox]:
+        log.warning("%s: answering with the rules planner", reason)
+        tools = ToolBox(self.memory, now, self.tz, self.navigate)
+        ans = self._rules_planner().answer(question, tools, [], now_iso, self.params.timezone)
+        ans.planner = FALLBACK
+        ans.note(reason)
+        return ans, tools
 
     def _rules(self, question: str) -> list[dict]:
         try:
-            return self.memory.call("rules_for", {"query": question, "k": self.params.rules_top_k})
+            rules = self.memory.call("rules_for", {"query": question[:QUERY_CHARS], "k": self.params.rules_top_k})
+            return rules if isinstance(rules, list) else []
         except Exception as exc:  # noqa: BLE001 - rules are an optional hint
             log.debug("no semantic rules: %s", exc)
             return []
+
+
+def clean_question(question) -> str:
+    """The question as text: control characters (and NUL) become spaces, invalid UTF-8 is replaced."""
+    text = clean_text(question if isinstance(question, str) else "", MAX_QUESTION_CHARS)
+    return "".join(" " if unicodedata.category(c) == "Cc" else c for c in text).strip()

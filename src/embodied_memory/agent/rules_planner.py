@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import Callable, Optional
+
+from ..calendar_windows import day_window_at
 from .answer import Answer, no_answer
 from .question_parser import ParsedQuestion, parse_question
 from .tools import ToolBox, ToolCallRecord
 from .visits import observed_minutes, split_visits
 
 NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same thing
+HISTORY_PAGE = 1000  # rows per history call (the store's largest ``limit``)
+HISTORY_PAGES = 50   # at most this many pages (50,000 rows) per window
 
 
 _GENERIC = {"", "objects", "object", "things", "anything", "everything", "what"}
@@ -51,24 +56,73 @@ class RulesPlanner:
         best = hits[0]["similarity"]
         return [h for h in hits if h["similarity"] >= best - NEAR_EQUAL]
 
-    def _person_sightings(self, tools: ToolBox, p: ParsedQuestion) -> list[dict]:
-        rows = self._call(tools, "person_observations", {
-            "person": p.person, "t_start": p.start or 0.0, "t_end": min(p.end or tools.now, tools.now),
-            "limit": 10_000})
-        return [r for r in rows if not p.place or r.get("waypoint") == p.place]
+    def _window(self, tools: ToolBox, p: ParsedQuestion) -> tuple[float, float]:
+        """The question's window, never beyond the question time."""
+        return p.start or 0.0, min(p.end or tools.now, tools.now)
+
+    def _history(self, tools: ToolBox, tool: str, args: dict, order: str = "oldest",
+                 keep: Callable[[dict], bool] = lambda r: True, enough: Optional[int] = None) -> list[dict]:
+        """The rows of a history tool (person / waypoint observations) in [t_start, t_end] that
+        ``keep`` accepts, oldest first; fetched in pages of HISTORY_PAGE from the ``order`` end
+        ("newest": the most recent first) until ``enough`` rows are kept."""
+        rows: list[dict] = []
+        seen: set[str] = set()
+        t_start, t_end = args["t_start"], args["t_end"]
+        for _ in range(HISTORY_PAGES):
+            page = self._call(tools, tool, {**args, "t_start": t_start, "t_end": t_end, "limit": HISTORY_PAGE,
+                                            "order": order})
+            new = [r for r in page if r["id"] not in seen]
+            seen.update(r["id"] for r in new)
+            rows += [r for r in new if keep(r)]
+            if len(page) < HISTORY_PAGE or not new or (enough is not None and len(rows) >= enough):
+                break
+            # times come rounded to ms: the next page overlaps this one a little, then dedupes
+            if order == "oldest":
+                t_start = max(t_start, page[-1]["t"] - 1e-3)
+            else:
+                t_end = min(t_end, page[-1]["t"] + 1e-3)
+        return sorted(rows, key=lambda r: r["t"])
+
+    def _person_sightings(self, tools: ToolBox, p: ParsedQuestion, last_only: bool = False,
+                          first_only: bool = False) -> list[dict]:
+        """The person's sightings in the window (at the place), oldest first; only the most
+        recent one (``last_only``) or the earliest one (``first_only``) when that is all it takes."""
+        start, end = self._window(tools, p)
+        rows = self._history(tools, "person_observations", {"person": p.person, "t_start": start, "t_end": end},
+                             order="newest" if last_only else "oldest",
+                             keep=lambda r: not p.place or r.get("waypoint") == p.place,
+                             enough=1 if last_only or first_only else None)
+        return rows[-1:] if last_only else rows[:1] if first_only else rows
+
+    def _place_history(self, tools: ToolBox, p: ParsedQuestion) -> list[dict]:
+        """What was observed at the question's place in its window, oldest first."""
+        start, end = self._window(tools, p)
+        return self._history(tools, "waypoint_observations", {"waypoint_id": p.place, "t_start": start, "t_end": end})
 
     def _pick(self, rows: list[dict], first: bool) -> dict:
         return min(rows, key=lambda r: r["t"]) if first else max(rows, key=lambda r: r["t"])
 
     # -- answering ---------------------------------------------------------------------------
     def answer(self, question: str, tools: ToolBox, rules: list[dict], now_iso: str, tz_name: str) -> Answer:
-        people = self._call(tools, "people", {})
+        # who and where the memory knows as of the question time
+        people = self._call(tools, "people", {"before": tools.now})
         self._names = {p["person"]: p.get("name") or p["person"] for p in people}
-        waypoints = [w["waypoint"] for w in self._call(tools, "waypoints", {})]
+        waypoints = [w["waypoint"] for w in self._call(tools, "waypoints", {"before": tools.now})]
         p = parse_question(question, tools.now, tools.tz, people, waypoints)
-        handler = getattr(self, f"_{p.kind}")
-        ans = handler(p, tools)
+        if p.unknown_person or p.unknown_place:  # never answer about someone or somewhere never seen
+            ans = self._unknown(p)
+        else:
+            ans = getattr(self, f"_{p.kind}")(p, tools)
         ans.planner = self.name
+        return ans
+
+    def _unknown(self, p: ParsedQuestion) -> Answer:
+        if p.unknown_person:
+            ans = no_answer(f"no identity in memory is called {p.unknown_person!r}", self.name)
+            ans.text = f"I don't know who {p.unknown_person} is."
+        else:
+            ans = no_answer(f"no waypoint in memory is called {p.unknown_place!r}", self.name)
+            ans.text = f"I don't know where {p.unknown_place} is."
         return ans
 
     def _evidence(self, ans: Answer, rows: list[dict]) -> Answer:
@@ -85,7 +139,7 @@ class RulesPlanner:
 
     def _where(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
         if p.person and (not p.target or p.about_people):
-            rows = self._person_sightings(tools, p)
+            rows = self._person_sightings(tools, p, last_only=not p.first, first_only=p.first)
             if not rows:
                 return no_answer(f"{p.person} was not seen in that time", self.name)
             row = self._pick(rows, p.first)
@@ -124,10 +178,10 @@ class RulesPlanner:
     def _how_long(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
         if p.person:
             if p.start is None:  # default: the day of the last sighting
-                last = self._person_sightings(tools, ParsedQuestion(p.text, p.kind, person=p.person, place=p.place))
+                last = self._person_sightings(tools, ParsedQuestion(p.text, p.kind, person=p.person, place=p.place),
+                                              last_only=True)
                 if last:
-                    start = dt.datetime.fromtimestamp(last[-1]["t"], tz=tools.tz).replace(hour=0, minute=0, second=0)
-                    p.start, p.end = start.timestamp(), start.timestamp() + 86400
+                    p.start, p.end = day_window_at(last[-1]["t"], tools.tz)
             rows = self._person_sightings(tools, p)
         else:
             rows = sorted(self._matches(tools, p), key=lambda r: r["t"])
@@ -146,9 +200,7 @@ class RulesPlanner:
         if p.person and (not p.target or p.about_people):
             rows = self._person_sightings(tools, p)
         elif p.about_people and p.place and not p.target.strip():
-            rows = [r for r in self._call(tools, "waypoint_observations", {
-                "waypoint_id": p.place, "t_start": p.start or 0.0, "t_end": min(p.end or tools.now, tools.now),
-                "limit": 10_000}) if r.get("persons")]
+            rows = [r for r in self._place_history(tools, p) if r.get("persons")]
         else:
             rows = self._matches(tools, p)
         found = bool(rows)
@@ -162,10 +214,9 @@ class RulesPlanner:
         return self._evidence(ans, rows)
 
     def _persons_in(self, p: ParsedQuestion, tools: ToolBox) -> tuple[list[str], list[dict]]:
-        start, end = p.start or 0.0, min(p.end or tools.now, tools.now)
+        end = self._window(tools, p)[1]
         if p.place:
-            rows = self._call(tools, "waypoint_observations", {"waypoint_id": p.place, "t_start": start,
-                                                                "t_end": end, "limit": 10_000})
+            rows = self._place_history(tools, p)
         elif p.target:
             rows = self._matches(tools, p)
         else:  # everyone seen on the days of the window (default: the question's day)
@@ -174,7 +225,7 @@ class RulesPlanner:
             persons: list[str] = []
             for offset in range(min((last_day - first_day).days, 31) + 1):
                 day = (first_day + dt.timedelta(days=offset)).isoformat()
-                persons += [x["person"] for x in self._call(tools, "persons_per_day", {"date": day})]
+                persons += [x["person"] for x in self._call(tools, "persons_per_day", {"date": day, "before": end})]
             return list(dict.fromkeys(persons)), []
         persons = list(dict.fromkeys(x for r in rows for x in r.get("persons", [])))
         return persons, [r for r in rows if r.get("persons")]
@@ -211,12 +262,11 @@ class RulesPlanner:
 
     def _seen_at(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
         """What was seen at a place in the window: the distinct statements of its observations."""
-        rows = self._call(tools, "waypoint_observations", {"waypoint_id": p.place, "t_start": p.start or 0.0,
-                                                            "t_end": min(p.end or tools.now, tools.now), "limit": 10_000})
+        rows = self._place_history(tools, p)
         if not rows:
             return no_answer(f"no observation at {p.place} in that time", self.name)
         statements: dict[str, None] = {}
-        for row in sorted(rows, key=lambda r: r["t"]):
+        for row in rows:
             for sentence in re.split(r"(?<=[.!?])\s+", row["description"]):
                 if sentence.strip():
                     statements.setdefault(sentence.strip())

@@ -43,6 +43,10 @@ class ToolError(Exception):
     """Returned to the model as the tool's result (it can correct its call)."""
 
 
+class OutOfTime(RuntimeError):
+    """The question's time budget (``ToolBox.deadline``) ran out before a planner answered."""
+
+
 NavigateFn = Callable[[str, str], dict]  # (waypoint, person) -> {"success", "message", ...}
 
 
@@ -51,6 +55,12 @@ def _string(desc: str) -> dict:
 
 
 TIME_HELP = "ISO 8601 time (e.g. 2026-03-10T14:30:00) or HH:MM today"
+HISTORY_ROWS = 30          # rows of person / waypoint history per call
+ORDERS = ("newest", "oldest")
+ORDER_SPEC = {"type": "string", "enum": list(ORDERS),
+              "description": "'newest' (default): the most recent rows in the window, newest first; "
+                             "'oldest': the earliest rows in the window, oldest first (e.g. 'when did X "
+                             "arrive', 'first seen')"}
 
 SPECS: dict[str, dict] = {
     "semantic_observations": {
@@ -63,17 +73,21 @@ SPECS: dict[str, dict] = {
             "n": {"type": "integer", "description": "how many (default 10, max 30)"}},
             "required": ["query"]}},
     "waypoint_observations": {
-        "description": "What was observed at a waypoint (place) in a time window, oldest first.",
+        "description": f"What was observed at a waypoint (place) in a time window: at most {HISTORY_ROWS} "
+                       "observations, by default the most recent ones, newest first.",
         "parameters": {"type": "object", "properties": {
             "waypoint": _string("waypoint id, e.g. 'kitchen'"),
             "start": _string(f"window start, optional; {TIME_HELP}"),
-            "end": _string(f"window end, optional; {TIME_HELP}")}, "required": ["waypoint"]}},
+            "end": _string(f"window end, optional; {TIME_HELP}"),
+            "order": ORDER_SPEC}, "required": ["waypoint"]}},
     "person_observations": {
-        "description": "Chronological sightings of one person in a time window.",
+        "description": f"Sightings of one person in a time window: at most {HISTORY_ROWS} sightings, by default "
+                       "the most recent ones, newest first ('when did you last see X').",
         "parameters": {"type": "object", "properties": {
             "person": _string("person id or name"),
             "start": _string(f"window start, optional; {TIME_HELP}"),
-            "end": _string(f"window end, optional; {TIME_HELP}")}, "required": ["person"]}},
+            "end": _string(f"window end, optional; {TIME_HELP}"),
+            "order": ORDER_SPEC}, "required": ["person"]}},
     "persons_per_day": {
         "description": "Everyone seen on a day, with first and last sighting.",
         "parameters": {"type": "object", "properties": {"date": _string("YYYY-MM-DD")}, "required": ["date"]}},
@@ -128,6 +142,11 @@ class ToolBox:
     calls: list[ToolCallRecord] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
+    deadline: Optional[float] = None       # time.monotonic() by which the question must be answered
+
+    def remaining(self) -> float:
+        """Seconds left until the deadline (inf without one)."""
+        return float("inf") if self.deadline is None else self.deadline - time.monotonic()
 
     def specs(self) -> list[dict]:
         """OpenAI ``tools`` list."""
@@ -147,6 +166,13 @@ class ToolBox:
         if t is None:
             raise ToolError(f"{key}: {args[key]!r} is not a time ({TIME_HELP})")
         return t
+
+    @staticmethod
+    def _order(args: dict) -> str:
+        order = args.get("order") or "newest"
+        if order not in ORDERS:
+            raise ToolError(f"order: {order!r} is not one of {', '.join(ORDERS)}")
+        return order
 
     def _window(self, args: dict) -> tuple[float, float]:
         start = self._time(args, "start") or 0.0
@@ -196,15 +222,18 @@ class ToolBox:
         if name == "waypoint_observations":
             start, end = self._window(a)
             return self._compact(m.call("waypoint_observations", {
-                "waypoint_id": str(a.get("waypoint", "")), "t_start": start, "t_end": end, "limit": 30}))
+                "waypoint_id": str(a.get("waypoint", "")), "t_start": start, "t_end": end, "limit": HISTORY_ROWS,
+                "order": self._order(a)}))
         if name == "person_observations":
             start, end = self._window(a)
             return self._compact(m.call("person_observations", {
-                "person": str(a.get("person", "")), "t_start": start, "t_end": end, "limit": 30}))
+                "person": str(a.get("person", "")), "t_start": start, "t_end": end, "limit": HISTORY_ROWS,
+                "order": self._order(a)}))
         if name == "persons_per_day":
-            return [p for p in m.call("persons_per_day", {"date": str(a.get("date", ""))})]
+            return list(m.call("persons_per_day", {"date": str(a.get("date", "")), "before": self.now}))
         if name == "daily_summary":
-            return m.call("daily_summary", {"date": str(a.get("date", "")), "person": str(a.get("person", ""))})
+            return m.call("daily_summary", {"date": str(a.get("date", "")), "person": str(a.get("person", "")),
+                                            "before": self.now})
         if name == "retrieve_from_text":
             return self._compact(m.call("text_observations", {"query": str(a.get("query", "")), "k": 5,
                                                               "before": self.now}))
@@ -232,8 +261,8 @@ class ToolBox:
             return {"now": parse_iso(self.now, self.tz),
                     "robot_position": latest["position"] if latest else None,
                     "robot_waypoint": (latest or {}).get("waypoint", ""),
-                    "waypoints": [w["waypoint"] for w in m.call("waypoints", {})],
-                    "people": m.call("people", {})}
+                    "waypoints": [w["waypoint"] for w in m.call("waypoints", {"before": self.now})],
+                    "people": m.call("people", {"before": self.now})}
         if name == "navigate_to_waypoint" and self.navigate is not None:
             return self.navigate(str(a.get("waypoint", "")), str(a.get("person", "") or ""))
         raise ToolError(f"unknown tool {name!r}; tools: {', '.join(self.names)}")

@@ -78,6 +78,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
     """Replay ``bag_path`` through selection and perception into ``store`` (a MemoryStore).
     ``annotate`` may edit each observation before it is stored (labelled ablations only, e.g.
     the simulator's ground-truth object descriptions)."""
+    from ..store.image_files import insert_with_images   # params imports this module: store later
     start_wall = time.perf_counter()
     report = IngestReport(bag=str(bag_path))
     poses, waypoints, depths = PoseBuffer(), TimeBuffer[str](), TimeBuffer()
@@ -105,7 +106,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                 for obs in observations:
                     annotate(obs)
             t = time.perf_counter()
-            report.stored += len(store.insert(observations))
+            report.stored += len(insert_with_images(store, observations).stored)
             stage["store"] += time.perf_counter() - t
             report.keyframes += len(keyframes)
             for absorbed, survivor in perception.take_merges():

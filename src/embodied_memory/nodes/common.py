@@ -1,7 +1,9 @@
-"""What every node shares: validated parameters, a main() wrapper, time conversions."""
+"""What every node shares: validated parameters, a main() wrapper that keeps spinning whatever a
+callback raises, time conversions, the keyframe and acknowledgement QoS."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sys
 from typing import Callable, TypeVar
 
@@ -32,14 +34,20 @@ def to_time_msg(t: float) -> Time:
     return Time(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
 
 
-# keyframes survive a perception restart or late start: the publisher keeps the last ones
+# keyframes are large: volatile; a perception restart or late start is covered by the frame
+# selector keeping every unacknowledged keyframe (nodes/delivery.py)
 KEYFRAME_QOS_DEPTH = 200
 
 
 def keyframe_qos():
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    return QoSProfile(depth=KEYFRAME_QOS_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def forgotten_qos():
+    """Forget requests are small and must reach a perception node that starts later."""
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    return QoSProfile(depth=KEYFRAME_QOS_DEPTH, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def from_time_msg(msg: Time) -> float:
@@ -48,6 +56,8 @@ def from_time_msg(msg: Time) -> float:
 
 def run_node(make: Callable[[], Node], threads: int = 2) -> None:
     """rclpy.init, build the node, spin until SIGINT/SIGTERM; configuration errors exit 2."""
+    # the ROS-free core logs with `logging`: show it beside the node's rclpy log
+    logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s", stream=sys.stderr)
     rclpy.init(args=sys.argv)
     node = None
     code = 0
@@ -57,7 +67,12 @@ def run_node(make: Callable[[], Node], threads: int = 2) -> None:
         executor.add_node(node)
         # a node that has a natural end sets node.exit_code (an importer, a one-shot tool)
         while rclpy.ok() and getattr(node, "exit_code", None) is None:
-            executor.spin_once(timeout_sec=0.1)
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except (KeyboardInterrupt, ExternalShutdownException):
+                raise
+            except Exception as exc:  # noqa: BLE001 - last resort: a callback that raised must not stop the node
+                node.get_logger().error(f"a callback raised (the node keeps running): {type(exc).__name__}: {exc}")
         code = getattr(node, "exit_code", None) or 0
     except ConfigError as exc:
         print(f"[FATAL] configuration error: {exc}", file=sys.stderr)

@@ -43,7 +43,8 @@ def observation_from_msg(msg: ObservationMsg) -> Observation:
         observation_id=msg.observation_id, stamp=from_time_msg(msg.header.stamp), episode_id=msg.episode_id,
         pose=pose_from_msg(msg.pose), description=msg.description, description_json=msg.description_json,
         keyframe_id=msg.keyframe_id, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id,
-        image_path=msg.image_path, text_embedding=as_vector(msg.text_embedding),
+        image_path=msg.image_path, image_jpeg=bytes(msg.image.data) if len(msg.image.data) else None,
+        text_embedding=as_vector(msg.text_embedding),
         global_embedding=as_vector(msg.global_embedding),
         regions=[Region(_box(r.box), r.label, r.score, as_vector(r.embedding),
                         (r.center_3d.x, r.center_3d.y, r.center_3d.z) if r.has_box_3d else None,
@@ -68,6 +69,8 @@ def observation_to_msg(obs: Observation) -> ObservationMsg:
     msg.segment_id, msg.waypoint_id = int(obs.segment_id), obs.waypoint_id
     msg.pose = pose_to_msg(obs.pose, obs.stamp)
     msg.description, msg.description_json, msg.image_path = obs.description, obs.description_json, obs.image_path
+    if obs.image_jpeg:
+        msg.image.format, msg.image.data = "jpeg", obs.image_jpeg
     msg.text_embedding = _floats(obs.text_embedding)
     msg.global_embedding = _floats(obs.global_embedding)
     for r in obs.regions:

@@ -2,6 +2,10 @@
 
 Image topic: sensor_msgs/CompressedImage when its name ends in "compressed", else Image.
 Pose: nav_msgs/Odometry on ``odom_topic``, or /tf (``base_frame`` child) when it is "".
+Poses with NaN/inf are rejected where they enter (counted, reported once; frames at those
+times are dropped at once, never waited for). Keyframes are kept until the memory (or
+perception, dropping one) acknowledges them and sent again to a restarted perception node
+(nodes/delivery.py). Drops by reason and the unacknowledged count go to /diagnostics.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from ..params import FrameSelectorNodeParams
 from ..types import Pose
 from .common import from_time_msg, keyframe_qos, node_params, run_node
 from .conversions import pose_to_msg
+from .delivery import AcknowledgedPublisher
+from .health import NodeHealth
 
 
 class FrameSelectorNode(Node):
@@ -38,6 +44,9 @@ class FrameSelectorNode(Node):
         self.selector = FrameSelector(p, embed)
         self.episode = p.episode_id or datetime.now(timezone.utc).strftime("run_%Y%m%dT%H%M%S")
         self.poses, self.depths = PoseBuffer(), TimeBuffer(max_items=30)
+        self.bad_poses: TimeBuffer[None] = TimeBuffer(max_items=200)   # stamps of NaN/inf poses
+        self._last_pose_stamp = float("-inf")                          # of any pose message
+        self.health = h = NodeHealth(self)
         self.waypoint, self.camera_info = "", None
         self.waypoint_table = None
         if p.waypoints_file:
@@ -45,11 +54,12 @@ class FrameSelectorNode(Node):
             self.waypoint_table = WaypointTable.from_yaml(p.waypoints_file)
         reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
         compressed = p.image_topic.rstrip("/").endswith("compressed")
-        self.create_subscription(CompressedImage if compressed else Image, p.image_topic, self._on_image, reliable)
+        self.create_subscription(CompressedImage if compressed else Image, p.image_topic,
+                                 h.guard(self._on_image, "image"), reliable)
         if p.odom_topic:
-            self.create_subscription(Odometry, p.odom_topic, self._on_odom, reliable)
+            self.create_subscription(Odometry, p.odom_topic, h.guard(self._on_odom, "odometry"), reliable)
         else:
-            self.create_subscription(TFMessage, p.tf_topic, self._on_tf, reliable)
+            self.create_subscription(TFMessage, p.tf_topic, h.guard(self._on_tf, "tf"), reliable)
         if p.waypoint_topic:
             self.create_subscription(String, p.waypoint_topic, lambda m: setattr(self, "waypoint", m.data), reliable)
         if p.depth_topic:
@@ -57,29 +67,48 @@ class FrameSelectorNode(Node):
                                      qos_profile_sensor_data)
         if p.camera_info_topic:
             self.create_subscription(CameraInfo, p.camera_info_topic, lambda m: setattr(self, "camera_info", m), reliable)
-        self._pub = self.create_publisher(KeyframeMsg, p.keyframes_topic, keyframe_qos())
+        self._pub = AcknowledgedPublisher(self, KeyframeMsg, p.keyframes_topic, keyframe_qos(), acks_topic=p.acks_topic,
+                                          health=h, id_of=lambda m: m.keyframe_id, what="keyframe",
+                                          max_unacked=p.max_unacked_keyframes, resend_after_s=p.resend_after_s,
+                                          resend_batch=10)
         self._progress = self.create_publisher(UInt64, p.progress_topic, reliable)
         self.frames = self.processed = self.keyframes = self.no_pose = self.bad_images = 0
+        for name in ("frames", "keyframes"):
+            h.gauges[f"{name}_total"] = lambda name=name: getattr(self, name)
         self._pending: deque = deque(maxlen=50)
         self._last_frame = None
-        self.create_timer(0.5, self._maybe_flush)
+        self.create_timer(0.5, h.guard(self._maybe_flush, "flush"))
         self.get_logger().info(f"episode {self.episode}: {p.policy} K={p.frames_per_segment} T={p.segment_s}s "
                                f"from {p.image_topic}")
 
     def _on_odom(self, msg: Odometry) -> None:
         q, pos = msg.pose.pose.orientation, msg.pose.pose.position
-        pose = Pose(pos.x, pos.y, pos.z, yaw_from_quaternion(q.x, q.y, q.z, q.w), msg.header.frame_id or "odom")
+        self._add_pose(from_time_msg(msg.header.stamp),
+                       Pose(pos.x, pos.y, pos.z, yaw_from_quaternion(q.x, q.y, q.z, q.w), msg.header.frame_id or "odom"))
+
+    def _add_pose(self, stamp: float, pose: Pose) -> None:
+        self._last_pose_stamp = max(self._last_pose_stamp, stamp)
         if pose.is_finite():
-            self.poses.add(from_time_msg(msg.header.stamp), pose)
-            self._retry_pending()
+            self.poses.add(stamp, pose)
+        else:   # rejected where it enters; frames near it are dropped at once (never waited for)
+            self.bad_poses.add(stamp, None)
+            self.health.count("non_finite_poses")
+            if self.health.counts["non_finite_poses"] == 1:
+                self.get_logger().error(f"a pose with NaN/inf at t={stamp:.3f} (from "
+                                        f"{self.params.odom_topic or self.params.tf_topic}): rejected; frames at "
+                                        "such times are dropped (counted on /diagnostics)")
+        self._retry_pending()
+
+    def _pose_may_come(self, stamp: float) -> bool:
+        """No pose message (valid or not) has arrived yet at or after the frame's time."""
+        return self._last_pose_stamp < stamp + self.params.pose_tolerance_s
 
     def _retry_pending(self) -> None:
         """Frames that arrived before their pose (topics are not ordered across writers)."""
-        latest = self.poses.latest()
         while self._pending:
             stamp, msg, waypoint = self._pending[0]
             pose = self.poses.at(stamp, self.params.pose_tolerance_s)
-            if pose is None and latest is not None and latest[0] < stamp + self.params.pose_tolerance_s:
+            if pose is None and self._pose_may_come(stamp):
                 return  # its pose may still come
             self._pending.popleft()
             self._select(stamp, msg, pose, waypoint)
@@ -88,19 +117,16 @@ class FrameSelectorNode(Node):
         for tf in msg.transforms:
             if tf.child_frame_id == self.params.base_frame:
                 tr, q = tf.transform.translation, tf.transform.rotation
-                self.poses.add(from_time_msg(tf.header.stamp), Pose(tr.x, tr.y, tr.z,
+                self._add_pose(from_time_msg(tf.header.stamp), Pose(tr.x, tr.y, tr.z,
                                                                     yaw_from_quaternion(q.x, q.y, q.z, q.w),
                                                                     tf.header.frame_id))
-                self._retry_pending()
 
     def _on_image(self, msg) -> None:
         self.frames += 1
         self._last_frame = time.monotonic()
         stamp = from_time_msg(msg.header.stamp)
         pose = self.poses.at(stamp, self.params.pose_tolerance_s)
-        latest = self.poses.latest()
-        if pose is None and (latest is None or latest[0] < stamp + self.params.pose_tolerance_s) \
-                and len(self._pending) < self._pending.maxlen:
+        if pose is None and self._pose_may_come(stamp) and len(self._pending) < self._pending.maxlen:
             self._pending.append((stamp, msg, self.waypoint))  # wait for the pose a little
         else:
             self._retry_pending()
@@ -116,15 +142,17 @@ class FrameSelectorNode(Node):
         try:
             if pose is None:
                 self.no_pose += 1
-                if self.no_pose in (1, 10, 100) or self.no_pose % 1000 == 0:
-                    self.get_logger().warning(f"{self.no_pose} frames without a pose within "
-                                              f"{self.params.pose_tolerance_s}s (is {self.params.odom_topic or self.params.tf_topic} publishing?)")
+                if self.bad_poses.nearest(stamp, self.params.pose_tolerance_s) is not None:
+                    self.health.drop("non_finite_pose", "a frame whose pose had NaN/inf")
+                else:
+                    self.health.drop("no_pose", f"a frame without a pose within {self.params.pose_tolerance_s}s "
+                                                f"(is {self.params.odom_topic or self.params.tf_topic} publishing?)")
                 return
             image = decode_image_msg(msg)
             self._emit(self.selector.push(stamp, image, (msg, pose, self._waypoint_for(pose, waypoint))))
         except ImageDecodeError as exc:
             self.bad_images += 1
-            self.get_logger().error(f"frame skipped: {exc}")
+            self.health.drop("undecodable_image", f"a frame: {exc}")
         finally:
             self.processed += 1
             self._progress.publish(UInt64(data=self.processed))

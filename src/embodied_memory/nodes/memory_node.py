@@ -1,17 +1,23 @@
 """memory_node: writes observations into the MemoryStore and serves it.
 
 Subscribes  /memory/observations (embodied_memory_interfaces/Observation),
+            /memory/identity_merges (IdentityMerge),
             /memory/episode_maps (EpisodeMap: an exploration episode's occupancy grid)
 Services    /memory/query (QueryMemory), /memory/stats (GetMemoryStats),
             /memory/forget (Forget), /memory/name_identity (NameIdentity)
-Publishes   /memory/markers (visualization_msgs/MarkerArray, transient local)
+Publishes   /memory/acks (Ack: stored, duplicate or rejected, per observation; nothing while the
+            data directory cannot be written, so senders keep the observation and send it again),
+            /memory/forgotten_identities (IdentityForgotten, transient local: perception forgets too),
+            /memory/markers (visualization_msgs/MarkerArray, transient local), /diagnostics
+Every callback answers or counts: a malformed request gets success=false with the error's kind
+and message, and the node keeps serving.
 """
 from __future__ import annotations
 
 import json
 import threading
 
-from embodied_memory_interfaces.msg import EpisodeMap, IdentityMerge, MemoryStats
+from embodied_memory_interfaces.msg import Ack, EpisodeMap, IdentityForgotten, IdentityMerge, MemoryStats
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from embodied_memory_interfaces.srv import Forget, GetMemoryStats, NameIdentity, QueryMemory
 from geometry_msgs.msg import Point
@@ -22,9 +28,13 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ..params import MemoryNodeParams, StoreParams
-from ..store import StoreError, open_store
-from .common import node_params, run_node, to_time_msg
+from ..store import open_store
+from ..store.errors import StoreError, StoreWriteError
+from ..store.image_files import insert_with_images, sweep_partial_images
+from .common import forgotten_qos, node_params, run_node, to_time_msg
 from .conversions import grid_from_msg, observation_from_msg
+from .delivery import AckPublisher
+from .health import NodeHealth
 
 
 class MemoryNode(Node):
@@ -35,56 +45,74 @@ class MemoryNode(Node):
         self.store = open_store(StoreParams(**{k: getattr(self.params, k) for k in store_fields}))
         self.get_logger().info(f"memory store ({self.params.backend}) at {self.store.data_dir}: "
                                f"{self.store.observation_count()} observations")
+        sweep_partial_images(self.store.images_dir)
         threading.Thread(target=self.store.warm_up, name="index_warm_up", daemon=True).start()
+        self.health = h = NodeHealth(self)
         writes = MutuallyExclusiveCallbackGroup()
         reads = ReentrantCallbackGroup()
-        self.create_subscription(ObservationMsg, self.params.observations_topic, self._on_observation,
+        p = self.params
+        self._acks = AckPublisher(self, p.acks_topic)
+        self._forgotten_pub = self.create_publisher(IdentityForgotten, p.forgotten_topic, forgotten_qos())
+        self.create_subscription(ObservationMsg, p.observations_topic, h.guard(self._on_observation, "observation"),
                                  QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE),
                                  callback_group=writes)
-        self.create_subscription(IdentityMerge, self.params.merges_topic, self._on_merge,
+        self.create_subscription(IdentityMerge, p.merges_topic, h.guard(self._on_merge, "identity merge"),
                                  QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)
-        self.create_subscription(EpisodeMap, self.params.episode_maps_topic, self._on_episode_map,
+        self.create_subscription(EpisodeMap, p.episode_maps_topic, h.guard(self._on_episode_map, "episode map"),
                                  QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)
-        self.create_service(QueryMemory, "/memory/query", self._on_query, callback_group=reads)
-        self.create_service(GetMemoryStats, "/memory/stats", self._on_stats, callback_group=reads)
-        self.create_service(Forget, "/memory/forget", self._on_forget, callback_group=writes)
-        self.create_service(NameIdentity, "/memory/name_identity", self._on_name, callback_group=writes)
+        self.create_service(QueryMemory, "/memory/query", h.guard_service(self._on_query, "query"),
+                            callback_group=reads)
+        self.create_service(GetMemoryStats, "/memory/stats", h.guard_service(self._on_stats, "stats"),
+                            callback_group=reads)
+        self.create_service(Forget, "/memory/forget", h.guard_service(self._on_forget, "forget"),
+                            callback_group=writes)
+        self.create_service(NameIdentity, "/memory/name_identity", h.guard_service(self._on_name, "name_identity"),
+                            callback_group=writes)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
-        self._markers_pub = self.create_publisher(MarkerArray, self.params.markers_topic, latched)
+        self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, latched)
         self._dirty = threading.Event()
         self._dirty.set()
-        self.create_timer(self.params.markers_period_s, self._publish_markers, callback_group=reads)
-        self.stored = 0
-        self.rejected = 0
-
-    def _save_image(self, msg: ObservationMsg) -> str:
-        if msg.image_path or not len(msg.image.data):
-            return msg.image_path
-        ext = "png" if "png" in msg.image.format.lower() else "jpg"
-        path = self.store.images_dir / msg.episode_id.replace("/", "_") / f"{msg.observation_id.replace('/', '_')}.{ext}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(bytes(msg.image.data))
-        return str(path)
+        self.create_timer(p.markers_period_s, h.guard(self._publish_markers, "markers"), callback_group=reads)
+        h.gauges["observations_stored_total"] = self.store.observation_count
 
     def _on_observation(self, msg: ObservationMsg) -> None:
         try:
             obs = observation_from_msg(msg)
-            obs.image_path = self._save_image(msg)
-            stored = self.store.insert([obs])
-        except (StoreError, ValueError) as exc:
-            self.rejected += 1
-            self.get_logger().error(f"rejected observation {msg.observation_id!r}: {exc}")
+        except (ValueError, TypeError) as exc:
+            self._reject(msg.observation_id, f"malformed: {exc}")
             return
-        self.stored += len(stored)
+        try:
+            result = insert_with_images(self.store, [obs])
+        except StoreWriteError as exc:   # not acknowledged: the sender keeps it and sends it again
+            self.health.drop("store_write_error", f"observation {msg.observation_id!r}: {exc}")
+            return
+        except (StoreError, ValueError) as exc:
+            self._reject(msg.observation_id, str(exc))
+            return
+        for obs_id in result.stored:
+            self._acks.send(obs_id, Ack.STORED)
+        for obs_id in result.duplicates:
+            self._acks.send(obs_id, Ack.DUPLICATE)
+        for obs_id, reason in result.rejected.items():
+            self._reject(obs_id, reason)
+        self.health.count("observations_stored", len(result.stored))
+        self.health.count("observations_duplicate", len(result.duplicates))
+        if result.sightings_dropped:
+            self.health.count("sightings_of_forgotten_identities_dropped", result.sightings_dropped)
         self._dirty.set()
+
+    def _reject(self, observation_id: str, reason: str) -> None:
+        self.health.drop(f"observation_rejected: {reason.split(':', 1)[0]}", f"observation {observation_id!r}")
+        self.get_logger().error(f"rejected observation {observation_id!r}: {reason}")
+        self._acks.send(observation_id, Ack.REJECTED, reason)
 
     def _on_episode_map(self, msg: EpisodeMap) -> None:
         try:
             values, resolution, origin = grid_from_msg(msg.map)
             self.store.save_occupancy_map(msg.episode_id, values, resolution, origin)
         except (StoreError, ValueError) as exc:
-            self.get_logger().error(f"rejected the map of episode {msg.episode_id!r}: {exc}")
+            self.health.drop("episode_map_rejected", f"the map of episode {msg.episode_id!r}: {exc}")
             return
         self.get_logger().info(f"saved the occupancy map of episode {msg.episode_id} ({values.shape[1]}x{values.shape[0]})")
 
@@ -96,11 +124,11 @@ class MemoryNode(Node):
     def _on_query(self, request, response):
         try:
             arguments = json.loads(request.arguments_json or "{}")
-            result = self.store.call_tool(request.tool, arguments)
-            response.result_json = json.dumps(result, default=str)
-            response.success = True
-        except (StoreError, ValueError) as exc:  # json errors are ValueErrors
-            response.success, response.error = False, str(exc)
+        except (ValueError, RecursionError) as exc:
+            raise StoreError(f"arguments_json is not JSON: {exc}", kind="InvalidArgumentError") from exc
+        result = self.store.call_tool(request.tool, arguments)
+        response.result_json = json.dumps(result, default=str, allow_nan=False)
+        response.success = True
         return response
 
     def _on_stats(self, _request, response):
@@ -113,18 +141,18 @@ class MemoryNode(Node):
         return response
 
     def _on_forget(self, request, response):
-        try:
-            if request.mode == Forget.Request.MODE_IDENTITY:
-                result = self.store.forget_identity(request.identity_id, dry_run=request.dry_run)
-            elif request.mode == Forget.Request.MODE_OLDER_THAN:
-                result = self.store.forget_older_than(request.older_than_hours, dry_run=request.dry_run)
-            elif request.mode == Forget.Request.MODE_EPISODE:
-                result = self.store.forget_episode(request.episode_id, dry_run=request.dry_run)
-            else:
-                raise StoreError(f"unknown mode {request.mode!r} (identity | older_than | episode)")
-        except StoreError as exc:
-            response.success, response.message = False, str(exc)
-            return response
+        if request.mode == Forget.Request.MODE_IDENTITY:
+            result = self.store.forget_identity(request.identity_id, dry_run=request.dry_run)
+            if not request.dry_run:   # perception drops the face and re-ID points too
+                self._forgotten_pub.publish(IdentityForgotten(
+                    stamp=self.get_clock().now().to_msg(), identity_id=result["identity_id"],
+                    aliases=list(result.get("aliases", []))))
+        elif request.mode == Forget.Request.MODE_OLDER_THAN:
+            result = self.store.forget_older_than(request.older_than_hours, dry_run=request.dry_run)
+        elif request.mode == Forget.Request.MODE_EPISODE:
+            result = self.store.forget_episode(request.episode_id, dry_run=request.dry_run)
+        else:
+            raise StoreError(f"unknown mode {request.mode!r} (identity | older_than | episode)")
         response.success = True
         response.observations_removed = result["observations_removed"]
         response.sightings_removed = result["sightings_removed"]
@@ -135,14 +163,11 @@ class MemoryNode(Node):
         return response
 
     def _on_name(self, request, response):
-        try:
-            survivor = self.store.name_identity(request.identity_id, request.display_name)
-            response.success = True
-            response.message = "ok" if survivor == request.identity_id else \
-                f"{request.display_name!r} already named {survivor}: {request.identity_id} merged into it"
-            self._dirty.set()
-        except StoreError as exc:
-            response.success, response.message = False, str(exc)
+        survivor = self.store.name_identity(request.identity_id, request.display_name)
+        response.success = True
+        response.message = "ok" if survivor == request.identity_id else \
+            f"{request.display_name!r} already named {survivor}: {request.identity_id} merged into it"
+        self._dirty.set()
         return response
 
     def _publish_markers(self) -> None:

@@ -2,18 +2,39 @@
 
 The agent's tools reach the memory through the memory node's /memory/query service, so one
 process owns the store (and its vector index) while any number of agents ask.
+
+Questions are answered concurrently, ``max_concurrent_questions`` at a time, with at most
+``max_queued_questions`` waiting for a slot; a question beyond that is answered at once with
+status "error" and an error starting "busy:".  Every question is answered within the agent's
+``question_timeout()`` from its arrival (queue wait included) plus a short grace: a question
+still waiting for a slot then is answered "busy:", one still running "timeout:".  The Ask
+callbacks run in a reentrant group and only wait (the agent runs in a pool of its own), and
+the executor has a thread for every admitted question plus spare ones, so the memory
+service's replies are always processed while questions wait.
 """
 from __future__ import annotations
 
-from embodied_memory_interfaces.srv import Ask
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.node import Node
+import threading
+import time
+from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
+from embodied_memory_interfaces.srv import Ask
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from ..agent.answer import STATUS_ERROR, Answer
 from ..agent.query_agent import AgentParams, QueryAgent
-from ..params import QueryAgentNodeParams
+from ..params import ANSWER_GRACE_S, MAX_ADMITTED_QUESTIONS, QueryAgentNodeParams
 from .common import from_time_msg, node_params, run_node
 from .conversions import answer_to_msg
+from .health import guard_service
 from .memory_client import RosMemoryClient
+
+SPARE_THREADS = 8            # executor threads beyond the admitted questions: memory replies, busy answers
+ASK_QUEUE_DEPTH = 1000       # requests the middleware holds until a callback takes them (a burst of 50
+                             # must not be dropped before it is answered, even if only with "busy:")
 
 
 class QueryAgentNode(Node):
@@ -27,22 +48,98 @@ class QueryAgentNode(Node):
             from .navigation_client import NavigateClient
             navigate = NavigateClient(self, self.params.navigation_action)
         self.agent = QueryAgent(memory, agent_params, navigate=navigate)
-        self.create_service(Ask, self.params.ask_service, self._on_ask,
-                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.budget_s = agent_params.question_timeout()
+        self.capacity = self.params.max_concurrent_questions + self.params.max_queued_questions
+        self._lock = threading.Lock()
+        self._admitted = 0               # running + waiting for a slot
+        self._pool = ThreadPoolExecutor(self.params.max_concurrent_questions, thread_name_prefix="question")
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=ASK_QUEUE_DEPTH,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        self.create_service(Ask, self.params.ask_service, guard_service(self, self._on_ask, "ask"),
+                            qos_profile=qos, callback_group=ReentrantCallbackGroup())
         mode = self.params.planner if self.params.planner != "auto" else ("llm" if self.agent.client else "rules")
-        self.get_logger().info(f"answering on {self.params.ask_service} with the {mode} planner")
+        self.get_logger().info(
+            f"answering on {self.params.ask_service} with the {mode} planner "
+            f"({self.params.max_concurrent_questions} at a time, {self.params.max_queued_questions} queued, "
+            f"{self.budget_s:.0f} s per question)")
+
+    @property
+    def admitted(self) -> int:
+        with self._lock:
+            return self._admitted
+
+    def _release(self, _future=None) -> None:
+        with self._lock:
+            self._admitted -= 1
 
     def _on_ask(self, request, response):
-        as_of = from_time_msg(request.as_of) or None
-        answer = self.agent.ask(request.question, as_of=as_of, planner=request.planner)
-        self.get_logger().info(f"Q: {request.question!r} -> [{answer.status}] {answer.text[:80]!r} "
-                               f"({answer.planner}, {answer.tool_calls} calls, {answer.latency_s:.2f} s)")
-        response.answer = answer_to_msg(answer)
+        received = time.monotonic()
+        planner = request.planner or self.params.planner
+        with self._lock:
+            busy = self._admitted >= self.capacity
+            if not busy:
+                self._admitted += 1
+        if busy:
+            answer = Answer(status=STATUS_ERROR, planner=planner, error=(
+                f"busy: {self.capacity} questions are being answered or waiting (max_concurrent_questions "
+                f"{self.params.max_concurrent_questions} + max_queued_questions "
+                f"{self.params.max_queued_questions}); ask again later"))
+        else:
+            deadline = received + self.budget_s
+            try:
+                future = self._pool.submit(self._answer, request, deadline)
+            except RuntimeError as exc:  # the pool is shut down: the node is stopping
+                self._release()
+                future, answer = None, Answer(status=STATUS_ERROR, planner=planner, error=f"stopping: {exc}")
+            if future is not None:
+                future.add_done_callback(self._release)
+                answer = self._wait(future, deadline, planner)
+        self.get_logger().info(f"Q: {request.question[:200]!r} -> [{answer.status}] {answer.text[:80]!r} "
+                               f"{answer.error[:120]!r} ({answer.planner}, {answer.tool_calls} calls, "
+                               f"{answer.latency_s:.2f} s)")
+        response.answer = self._to_msg(answer)
         return response
+
+    def _wait(self, future, deadline: float, planner: str) -> Answer:
+        """The agent's answer, or by the deadline (plus half the grace, for a fallback to finish)
+        an error: "busy:" if the question never got a slot, "timeout:" if it is still running."""
+        wait_s = max(0.0, deadline + ANSWER_GRACE_S / 2 - time.monotonic())
+        try:
+            return future.result(timeout=wait_s)
+        except (FutureTimeout, CancelledError):
+            pass
+        except Exception as exc:  # noqa: BLE001 - agent.ask never raises; belt and braces
+            return Answer(status=STATUS_ERROR, planner=planner, error=f"{type(exc).__name__}: {exc}")
+        if future.cancel():
+            return Answer(status=STATUS_ERROR, planner=planner, error=(
+                f"busy: no free slot within {self.budget_s:.0f} s (max_concurrent_questions "
+                f"{self.params.max_concurrent_questions}); ask again later"))
+        return Answer(status=STATUS_ERROR, planner=planner, error=(
+            f"timeout: no answer within {self.budget_s:.0f} s (question_timeout_s)"))
+
+    def _answer(self, request, deadline: float) -> Answer:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return Answer(status=STATUS_ERROR, planner=request.planner or self.params.planner, error=(
+                f"busy: no free slot within {self.budget_s:.0f} s; ask again later"))
+        as_of = from_time_msg(request.as_of) or None
+        return self.agent.ask(request.question, as_of=as_of, planner=request.planner, timeout_s=remaining)
+
+    @staticmethod
+    def _to_msg(answer: Answer):
+        try:
+            return answer_to_msg(answer.sanitize())
+        except Exception as exc:  # noqa: BLE001 - sanitize makes this unreachable; never fail the reply
+            return answer_to_msg(Answer(status=STATUS_ERROR, planner=answer.planner[:100],
+                                        error=f"the answer could not be sent: {type(exc).__name__}: {exc}"[:2000]))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def main() -> None:
-    run_node(QueryAgentNode, threads=4)
+    # every admitted question holds an executor thread while it waits (threads start on demand)
+    run_node(QueryAgentNode, threads=MAX_ADMITTED_QUESTIONS + SPARE_THREADS)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,12 @@ HUMEMBR's two stages:
    with a face gets an id immediately.
 2. Sightings without a face are matched by body re-ID embedding to the nearest identity's
    recent re-ID embeddings, accepted under ``reid_threshold`` (cosine distance).
+
+Crash safety: with a ``path``, every assignment's input (and every forget) is appended to a
+journal and fsync'd before ``assign`` returns, so an id is durable before anyone publishes it;
+``save`` writes a snapshot and empties the journal, and loading replays the journal on the
+snapshot (assignment is deterministic), so after ``kill -9`` no id is issued twice and no merge
+is lost.  ``forget`` snapshots at once: the forgotten points leave the journal too.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from typing import Optional
 import numpy as np
 
 log = logging.getLogger(__name__)
+JOURNAL = "identities.journal"
 
 
 @dataclass(frozen=True)
@@ -63,8 +70,13 @@ class IdentityManager:
         self._clusters: dict[int, str] = {}                   # cluster -> identity id
         self._reid: dict[str, list[np.ndarray]] = {}          # identity -> recent re-ID embeddings
         self._next = 1
+        self._journal = None
+        self._seq = 0                                         # journal entries applied
         if self.path is not None:
             self._load()
+            self._replay_journal()
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._journal = open(self.path / JOURNAL, "a", encoding="utf-8")
 
     # -- persistence -----------------------------------------------------------------------
     def _load(self) -> None:
@@ -77,23 +89,61 @@ class IdentityManager:
         self._labels = [int(x) for x in data["labels"]]
         self._clusters = {int(k): v for k, v in meta["clusters"].items()}
         self._next = int(meta["next"])
+        self._seq = int(meta.get("seq", 0))
         self._reid = {k: [np.asarray(v, np.float32) for v in vs] for k, vs in meta.get("reid", {}).items()}
         log.info("loaded %d identities (%d face points) from %s", len(set(self._clusters.values())),
                  len(self._labels), self.path)
+
+    def _replay_journal(self) -> None:
+        journal = self.path / JOURNAL
+        if not journal.exists():
+            return
+        replayed = 0
+        for line in journal.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                log.warning("identity journal %s: a torn last entry ignored", journal)
+                break
+            if entry.get("n", 0) <= self._seq:
+                continue   # already in the snapshot (a crash between snapshot and new journal)
+            face, reid = entry.get("face"), entry.get("reid")
+            self._assign(np.asarray(face, np.float32) if face else None,
+                         np.asarray(reid, np.float32) if reid else None)
+            self._seq = entry["n"]
+            replayed += 1
+        if replayed:
+            log.info("replayed %d identity journal entries (next id %d)", replayed, self._next)
+
+    def _append(self, entry: dict) -> None:
+        """Durable before the caller sees the result (an id is never reissued after a crash)."""
+        if self._journal is None:
+            return
+        self._seq += 1
+        entry["n"] = self._seq
+        self._journal.write(json.dumps(entry, separators=(",", ":")) + "\n")
+        self._journal.flush()
+        os.fsync(self._journal.fileno())
 
     def save(self) -> None:
         if self.path is None:
             return
         with self._lock:
-            self.path.mkdir(parents=True, exist_ok=True)
-            tmp = self.path / "identities.npz.tmp.npz"
-            np.savez(tmp, faces=self._faces, labels=np.asarray(self._labels, dtype=np.int64))
-            os.replace(tmp, self.path / "identities.npz")
-            meta = {"clusters": {str(k): v for k, v in self._clusters.items()}, "next": self._next,
-                    "reid": {k: [v.tolist() for v in vs] for k, vs in self._reid.items()}}
-            tmp_json = self.path / "identities.json.tmp"
-            tmp_json.write_text(json.dumps(meta))
-            os.replace(tmp_json, self.path / "identities.json")
+            self._save_locked()
+
+    def _save_locked(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.path / "identities.npz.tmp.npz"
+        np.savez(tmp, faces=self._faces, labels=np.asarray(self._labels, dtype=np.int64))
+        os.replace(tmp, self.path / "identities.npz")
+        meta = {"clusters": {str(k): v for k, v in self._clusters.items()}, "next": self._next, "seq": self._seq,
+                "reid": {k: [v.tolist() for v in vs] for k, vs in self._reid.items()}}
+        tmp_json = self.path / "identities.json.tmp"
+        tmp_json.write_text(json.dumps(meta))
+        os.replace(tmp_json, self.path / "identities.json")
+        if self._journal is not None:   # the snapshot holds everything: start a new journal
+            self._journal.close()
+            self._journal = open(self.path / JOURNAL, "w", encoding="utf-8")
 
     # -- assignment --------------------------------------------------------------------------
     @property
@@ -106,18 +156,27 @@ class IdentityManager:
         return ident
 
     def assign(self, face_embedding=None, reid_embedding=None) -> Assignment:
+        face = _unit(face_embedding) if face_embedding is not None and np.size(face_embedding) else None
+        reid = _unit(reid_embedding) if reid_embedding is not None and np.size(reid_embedding) else None
         with self._lock:
-            if face_embedding is not None and np.size(face_embedding):
-                result = self._assign_face(_unit(face_embedding))
-            elif reid_embedding is not None and np.size(reid_embedding):
-                result = self._assign_reid(_unit(reid_embedding))
-            else:
-                return Assignment("", 0.0, "none")
-            if reid_embedding is not None and np.size(reid_embedding) and result.identity_id:
-                bank = self._reid.setdefault(result.identity_id, [])
-                bank.append(_unit(reid_embedding))
-                del bank[:-self.params.reid_memory]
+            result = self._assign(face, reid)
+            if result.via != "none" or reid is not None:
+                self._append({"face": None if face is None else face.tolist(),
+                              "reid": None if reid is None else reid.tolist()})
             return result
+
+    def _assign(self, face: Optional[np.ndarray], reid: Optional[np.ndarray]) -> Assignment:
+        if face is not None:
+            result = self._assign_face(face)
+        elif reid is not None:
+            result = self._assign_reid(reid)
+        else:
+            return Assignment("", 0.0, "none")
+        if reid is not None and result.identity_id:
+            bank = self._reid.setdefault(result.identity_id, [])
+            bank.append(reid)
+            del bank[:-self.params.reid_memory]
+        return result
 
     def _assign_face(self, face: np.ndarray) -> Assignment:
         p = self.params
@@ -175,15 +234,30 @@ class IdentityManager:
             return Assignment(best, 1.0 - best_dist, "reid")
         return Assignment("", 0.0, "none")
 
-    def forget(self, identity_id: str) -> None:
-        """Drop an identity's face points and re-ID embeddings (privacy)."""
+    def forget(self, identity_id: str) -> bool:
+        """Drop an identity's face points and re-ID embeddings (privacy), durably at once (the
+        snapshot is rewritten and the journal, which held its points, emptied).  Its id is never
+        issued again: a later sighting of the person gets a fresh id."""
         with self._lock:
-            clusters = [c for c, i in self._clusters.items() if i == identity_id]
-            if not clusters:
-                return
-            keep = [i for i, lab in enumerate(self._labels) if lab not in clusters]
+            known = self._forget(identity_id)
+            if known and self.path is not None:
+                self._save_locked()
+            return known
+
+    def _forget(self, identity_id: str) -> bool:
+        clusters = [c for c, i in self._clusters.items() if i == identity_id]
+        known = bool(clusters) or identity_id in self._reid
+        keep = [i for i, lab in enumerate(self._labels) if lab not in clusters]
+        if clusters:
             self._faces = self._faces[keep] if keep else np.zeros((0, 0), np.float32)
             self._labels = [self._labels[i] for i in keep]
-            for c in clusters:
-                del self._clusters[c]
-            self._reid.pop(identity_id, None)
+        for c in clusters:
+            del self._clusters[c]
+        self._reid.pop(identity_id, None)
+        return known
+
+    def close(self) -> None:
+        self.save()
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None

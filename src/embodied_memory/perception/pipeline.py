@@ -46,7 +46,7 @@ class PerceptionParams:
     identity_eps: float = 0.52
     identity_min_samples: int = 3
     reid_threshold: float = 0.1
-    data_dir: str = "~/.local/share/embodied_memory/default"   # images/ and identities/ go here
+    data_dir: str = "~/.local/share/embodied_memory/default"   # identities/ go here (the memory writes images/)
     jpeg_quality: int = 90
     device: str = "cuda"                    # for GPU backends
 
@@ -71,7 +71,6 @@ class Perception:
     def __init__(self, params: PerceptionParams = PerceptionParams()):
         self.params = p = params
         self.data_dir = Path(p.data_dir).expanduser()
-        self.images_dir = self.data_dir / "images"
         self.timings: dict[str, float] = defaultdict(float)
         self.embedder = None
         if p.image_embedder == "mobilenetv2" or p.reid == "mobilenetv2":
@@ -174,14 +173,14 @@ class Perception:
                 regions = self.regions.propose(kf.image, self.embedder, kf.depth, kf.intrinsics, kf.pose)
                 self._timed("regions", start)
             start = time.perf_counter()
-            path = self.images_dir / kf.episode_id.replace("/", "_") / f"{kf.keyframe_id.replace('/', '_')}.jpg"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            cv2.imwrite(str(path), kf.image, [cv2.IMWRITE_JPEG_QUALITY, self.params.jpeg_quality])
+            ok, jpeg = cv2.imencode(".jpg", kf.image, [cv2.IMWRITE_JPEG_QUALITY, self.params.jpeg_quality])
             self._timed("jpeg", start)
+            # the store writes the file only if it accepts the observation (store/image_files.py)
             observations.append(Observation(
                 observation_id=kf.keyframe_id, stamp=kf.stamp, episode_id=kf.episode_id, pose=kf.pose,
                 keyframe_id=kf.keyframe_id, segment_id=kf.segment_id, waypoint_id=kf.waypoint_id,
-                image_path=str(path), global_embedding=embedding, people=people, regions=regions))
+                image_jpeg=jpeg.tobytes() if ok else None, global_embedding=embedding, people=people,
+                regions=regions))
         start = time.perf_counter()
         groups = [list(zip(keyframes, observations))] if describe_together else \
             [[(kf, obs)] for kf, obs in zip(keyframes, observations)]
@@ -207,4 +206,4 @@ class Perception:
         return merges
 
     def close(self) -> None:
-        self.identities.save()
+        self.identities.close()

@@ -11,6 +11,7 @@ import random
 from dataclasses import asdict, dataclass, field
 
 from ..agent.visits import observed_minutes, split_visits
+from ..calendar_windows import TimeZone, as_zone, day_window, local_date
 from .episode import GroundTruth
 
 PHRASES = {
@@ -42,32 +43,32 @@ def _room_label(room: str) -> str:
     return room.replace("_", " ")
 
 
-def _day_phrase(day_start: float, today_start: float) -> str:
-    days_back = round((today_start - day_start) / 86400)
+def _day_phrase(day: dt.date, today: dt.date) -> str:
+    days_back = (today - day).days
     if days_back == 0:
         return "today"
     if days_back == 1:
         return "yesterday"
-    return "on " + WEEKDAYS[dt.datetime.fromtimestamp(day_start, dt.timezone.utc).weekday()]
+    return "on " + WEEKDAYS[day.weekday()]
 
 
 def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2,
-                       objects: bool = False) -> list[Question]:
+                       objects: bool = False, tz: TimeZone = "UTC") -> list[Question]:
     """Questions about every simulated day (within the last week), asked after the last patrol.
     ``objects``: also about the small objects that move between days (NaVQA's text type among
     them); the embedded default cannot name objects offline (no VLM), so only evaluations with a
-    describer that can (a VLM, or the labelled ground-truth ablation) ask them."""
+    describer that can (a VLM, or the labelled ground-truth ablation) ask them.  ``tz``: the
+    time zone the questions are asked in (the agent's): "today", "yesterday" and "on Monday"
+    are its calendar days."""
     rng = random.Random(seed)
+    zone = as_zone(tz)
     frames = truth.frames
     asked_at = frames[-1]["t"] + 600.0
     names = sorted(truth.positions)
     rooms = ["kitchen", "office", "meeting_room"]
-
-    def midnight(t: float) -> float:
-        return dt.datetime.fromtimestamp(t, dt.timezone.utc).replace(hour=0, minute=0, second=0,
-                                                                       microsecond=0).timestamp()
-    today_start = midnight(asked_at)
-    days = sorted({midnight(f["t"]) for f in frames if today_start - midnight(f["t"]) < 6.5 * 86400})
+    today = local_date(asked_at, zone)
+    days = sorted({d for d in (local_date(f["t"], zone) for f in frames) if (today - d).days <= 6})  # the last week
+    first_day = local_date(frames[0]["t"], zone)
     questions: list[Question] = []
 
     def phrase(kind, **kw):
@@ -80,9 +81,10 @@ def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2,
             room = last["seen"][name]["room"]
             questions.append(Question(phrase("position", name=name.capitalize()), "position", asked_at,
                                       {"position": truth.positions[name][room] + [0.0], "waypoint": room}))
-    for start in days:
-        day = _day_phrase(start, today_start)
-        frames_of_day = [f for f in frames if start <= f["t"] < start + 86400]
+    for date in days:
+        day = _day_phrase(date, today)
+        start, end = day_window(date, zone)
+        frames_of_day = [f for f in frames if start <= f["t"] < end]
         seen = {n: [f for f in frames_of_day if n in f["visible"]] for n in names}
         for name in rng.sample(names, len(names))[:per_type]:
             if seen[name]:
@@ -110,7 +112,7 @@ def generate_questions(truth: GroundTruth, seed: int = 0, per_type: int = 2,
             questions.append(Question(phrase("duration", name=name.capitalize(), room=_room_label(room), day=day),
                                       "duration", asked_at, {"duration_minutes": round(total, 2)}))
         if objects:
-            day_index = int(round((start - _first_midnight(truth)) / 86400))
+            day_index = (date - first_day).days
             placed = truth.objects[day_index] if day_index < len(truth.objects) else {}
             questions += _object_questions(frames_of_day, placed, day, asked_at, rng, per_type, phrase)
     return questions
@@ -146,11 +148,6 @@ def _object_questions(frames_of_day, placed, day, asked_at, rng, per_type, phras
             out.append(Question(phrase("text", room=_room_label(room), day=day), "text", asked_at,
                                 {"objects": present}))
     return out
-
-
-def _first_midnight(truth) -> float:
-    t = truth.frames[0]["t"]
-    return t - t % 86400
 
 
 _STOP = {"a", "an", "the", "of", "and", "in", "on", "at", "i", "saw", "was", "were", "there", "is", "it"}

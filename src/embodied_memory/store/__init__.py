@@ -1,9 +1,12 @@
 """The memory store: records in SQLite (WAL), vectors in FAISS (embedded) or Milvus (fleets).
 
 ``open_store(params)`` is the one way in; see :class:`MemoryStore` for the retrieval
-functions the agent calls as tools.
+functions the agent calls as tools (``call_tool`` checks their arguments against
+``tool_args`` first) and ``insert_batch`` for writing.
 """
-from .errors import InvalidRecordError, StoreError, UnknownPersonError
+from .errors import (InsertResult, InvalidArgumentError, InvalidRecordError, StoreError, StoreWriteError,
+                     UnknownPersonError)
 from .memory_store import MemoryStore, open_store
 
-__all__ = ["MemoryStore", "open_store", "StoreError", "InvalidRecordError", "UnknownPersonError"]
+__all__ = ["MemoryStore", "open_store", "StoreError", "InvalidRecordError", "InvalidArgumentError",
+           "StoreWriteError", "UnknownPersonError", "InsertResult"]

@@ -5,15 +5,20 @@ result; the query agent exposes them as tools under the same names.
 
 Durability: ``insert`` returns after its SQLite transaction is committed with
 ``synchronous=FULL``; vectors are rebuilt from SQLite for anything the index snapshot lacks,
-so an acknowledged record survives ``kill -9``.  Validation happens before the transaction:
-a rejected batch changes nothing.
+so an acknowledged record survives ``kill -9``.  ``insert_batch`` validates each observation
+before the transaction and rejects only the offending ones (an observation with its sightings
+and regions is atomic); a write fault (disk full, read-only) raises ``StoreWriteError`` and
+changes nothing.  ``call_tool`` checks arguments against ``tool_args`` first; every failure
+of a store call is a ``StoreError``.
 """
 from __future__ import annotations
 
+import base64
+import collections
 import datetime as dt
+import errno
 import json
 import logging
-import base64
 import math
 import re
 import sqlite3
@@ -28,8 +33,10 @@ import numpy as np
 
 from ..params import StoreParams
 from ..types import Episode, Identity, Observation, SemanticRule, as_vector
-from .errors import InvalidRecordError, StoreError, UnknownPersonError
+from .errors import (InsertResult, InvalidArgumentError, InvalidRecordError, StoreError, StoreWriteError,
+                     UnknownPersonError)
 from .recency import RecencyScore
+from .tool_args import ToolTable, build_tool_table, json_schema, validate_arguments
 from .vector_index import FaissVectorIndex, MilvusVectorIndex
 
 log = logging.getLogger(__name__)
@@ -39,6 +46,7 @@ _ID_RE = re.compile(r"^[A-Za-z0-9_.:/@-]{1,128}$")
 _OBS_COLUMNS = ("id, observation_id, t, episode_id, keyframe_id, segment_id, waypoint_id, "
                 "x, y, z, yaw, frame_id, description, image_path, persons")
 SCHEMA_VERSION = "1"
+HISTORY_ORDERS = ("newest", "oldest")
 
 Summariser = Callable[[str, str, list[dict]], str]
 """(person, date, sightings in time order) -> summary text"""
@@ -55,6 +63,43 @@ def _unblob(data: Optional[bytes]) -> Optional[np.ndarray]:
 def _unit(vec: np.ndarray) -> np.ndarray:
     norm = float(np.linalg.norm(vec))
     return vec / norm if norm > 0 else vec
+
+
+# SQLite / OS errors that mean "the data directory cannot be written now" (transient for the caller)
+_WRITE_FAULT_TEXT = ("database or disk is full", "readonly database", "disk i/o error", "unable to open database",
+                     "database is locked", "cannot commit", "unable to write")
+_WRITE_FAULT_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EFBIG, errno.EDQUOT, errno.EACCES, errno.EPERM}
+_MAX_TEXT_FIELD = 4096   # characters of a short text field (ids, paths, labels, activity)
+
+
+def _is_write_fault(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.OperationalError):
+        return any(text in str(exc).lower() for text in _WRITE_FAULT_TEXT)
+    return isinstance(exc, OSError) and exc.errno in _WRITE_FAULT_ERRNOS
+
+
+def _utf8(text) -> bool:
+    if not isinstance(text, str):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _name_pattern(words: Iterable[str]) -> Optional[re.Pattern]:
+    """Whole-word, case-insensitive match of any of ``words`` (identity ids, display names)."""
+    words = sorted({w for w in words if w}, key=len, reverse=True)
+    if not words:
+        return None
+    return re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(w) for w in words) + r")(?![A-Za-z0-9_])",
+                      re.IGNORECASE)
+
+
+def scrub_identity(text: str, pattern: Optional[re.Pattern]) -> str:
+    """A description with every mention of a forgotten identity replaced by "a person"."""
+    return pattern.sub("a person", text) if pattern is not None and text else text
 
 
 class MemoryStore:
@@ -76,10 +121,17 @@ class MemoryStore:
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._inserted_since_checkpoint = 0
+        self.rejections: collections.Counter = collections.Counter()  # rejected records per kind
+        self._rejections_lock = threading.Lock()
         self.db_path = self.data_dir / "memory.sqlite3"
         conn = self._conn()
-        conn.executescript(_SCHEMA)
-        self._check_meta(conn)
+        try:
+            conn.executescript(_SCHEMA)
+            self._check_meta(conn)
+        except (sqlite3.OperationalError, OSError) as exc:
+            if _is_write_fault(exc):
+                raise self._write_error(exc) from exc
+            raise
         self._index_lock = threading.RLock()
         self._indexes: dict[str, Any] = {}
         self._load_times()
@@ -98,17 +150,35 @@ class MemoryStore:
             self._local.conn = conn
         return conn
 
+    def _write_error(self, exc: BaseException) -> StoreWriteError:
+        return StoreWriteError(f"cannot write the memory in {self.data_dir}: {exc} (disk full, read-only or over a "
+                               "file-size limit?); nothing of this call was stored: keep the record and retry",
+                               kind="StoreWriteError")
+
     @contextmanager
     def _transaction(self):
+        """One write transaction; a write fault (disk full, read-only, file-size limit) comes
+        out as StoreWriteError with everything rolled back, other SQLite errors as StoreError."""
         conn = self._conn()
         with self._write_lock:
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        try:
+                            conn.execute("ROLLBACK")
+                        except sqlite3.Error as exc:  # SQLite may have rolled back itself
+                            log.warning("rollback failed: %s", exc)
+                    raise
+            except (sqlite3.Error, OSError) as exc:
+                if _is_write_fault(exc):
+                    raise self._write_error(exc) from exc
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"{type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
                 raise
-            conn.execute("COMMIT")
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
         wanted = {"schema_version": SCHEMA_VERSION, "text_dim": str(self.params.text_dim),
@@ -148,13 +218,15 @@ class MemoryStore:
             column, dim = {"text": ("text_emb", self.params.text_dim), "image": ("image_emb", self.params.image_dim)}[kind]
             if self.params.backend == "milvus":
                 uri = self.params.milvus_uri or str(self.data_dir / "milvus.db")
-                index = MilvusVectorIndex(uri, f"em_{kind}", dim)
+                index = MilvusVectorIndex(uri, f"em_{kind}", dim, **milvus_credentials(self.params))
             else:
                 index = FaissVectorIndex(self.data_dir / f"{kind}.faiss", dim,
                                          ivf_min_vectors=self.params.ivf_min_vectors)
 
             def count_rows() -> int:
-                return self._conn().execute(f"SELECT COUNT(*) FROM observations WHERE {column} IS NOT NULL").fetchone()[0]
+                return self._conn().execute(f"SELECT COUNT(*) FROM observations INDEXED BY obs_{kind}_vec "
+                                            f"WHERE {column} IS NOT NULL").fetchone()[0]
+
             index.open(self._generation(), lambda after: self._vector_batches(column, after), count_rows)
             self._indexes[kind] = index
             return index
@@ -198,14 +270,27 @@ class MemoryStore:
             conn.close()
             self._local.conn = None
 
-    def checkpoint(self) -> None:
-        """Snapshot the open vector indexes (a restart then has nothing to re-add)."""
+    def checkpoint(self) -> bool:
+        """Snapshot the open vector indexes (a restart then has nothing to re-add).  A snapshot
+        is only a cache of SQLite: one that cannot be written (disk full) is logged and skipped,
+        the next start re-adds or rebuilds from SQLite.  Returns whether every snapshot was written."""
         max_id = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0]
         gen = self._generation()
+        ok = True
         with self._index_lock:
-            for index in self._indexes.values():
-                index.checkpoint(max_id, gen)
+            for index in list(self._indexes.values()):
+                ok = self._checkpoint_index(index, max_id, gen) and ok
         self._inserted_since_checkpoint = 0
+        return ok
+
+    def _checkpoint_index(self, index, max_id: int, gen: int) -> bool:
+        try:
+            index.checkpoint(max_id, gen)
+            return True
+        except Exception as exc:  # noqa: BLE001 - SQLite holds everything; the snapshot is a cache
+            log.error("cannot write the vector snapshot in %s (%s): the next start rebuilds it from SQLite",
+                      self.data_dir, exc)
+            return False
 
     # -- writing ----------------------------------------------------------------------------
     def add_episode(self, episode: Episode) -> None:
@@ -218,154 +303,253 @@ class MemoryStore:
                          (episode.episode_id, episode.start, episode.end, episode.name,
                           episode.world, episode.start))
 
-    def _validate(self, obs: Observation, index: int) -> None:
-        where = f"observation[{index}] ({obs.observation_id!r})"
+    def _validate(self, obs: Observation) -> None:
+        """Raises InvalidRecordError with ``kind`` (the rejection counter's key)."""
         p = self.params
-        if not _ID_RE.match(obs.observation_id or ""):
-            raise InvalidRecordError(f"{where}: observation_id must be 1-128 chars of [A-Za-z0-9_.:/@-]")
-        if not _ID_RE.match(obs.episode_id or ""):
-            raise InvalidRecordError(f"{where}: episode_id must be 1-128 chars of [A-Za-z0-9_.:/@-]")
-        if not (isinstance(obs.stamp, (int, float)) and math.isfinite(obs.stamp) and obs.stamp > 0):
-            raise InvalidRecordError(f"{where}: stamp must be a finite UNIX time, got {obs.stamp!r}")
-        if not obs.pose.is_finite():
-            raise InvalidRecordError(f"{where}: pose has NaN/inf: {obs.pose}")
+
+        def reject(kind: str, message: str):
+            raise InvalidRecordError(message, kind=kind)
+        if not (isinstance(obs.observation_id, str) and _ID_RE.match(obs.observation_id)):
+            reject("bad_id", "observation_id must be 1-128 chars of [A-Za-z0-9_.:/@-]")
+        if not (isinstance(obs.episode_id, str) and _ID_RE.match(obs.episode_id)):
+            reject("bad_id", "episode_id must be 1-128 chars of [A-Za-z0-9_.:/@-]")
+        if not (isinstance(obs.stamp, (int, float)) and not isinstance(obs.stamp, bool)
+                and math.isfinite(obs.stamp) and 0 < obs.stamp <= 1e11):
+            reject("bad_stamp", f"stamp must be a finite UNIX time, got {obs.stamp!r}")
+        try:
+            finite_pose = obs.pose.is_finite()
+        except (TypeError, AttributeError):
+            finite_pose = False
+        if not finite_pose:
+            reject("non_finite_pose", f"pose has NaN/inf (or is not numbers): {obs.pose}")
         for name, text in (("description", obs.description), ("description_json", obs.description_json)):
+            if not _utf8(text):
+                reject("bad_text", f"{name} must be UTF-8 text")
             if len(text) > p.max_description_chars:
-                raise InvalidRecordError(f"{where}: {name} has {len(text)} characters, "
-                                         f"max_description_chars is {p.max_description_chars}")
+                reject("description_too_long", f"{name} has {len(text)} characters, "
+                       f"max_description_chars is {p.max_description_chars}")
+        short = [("keyframe_id", obs.keyframe_id), ("waypoint_id", obs.waypoint_id), ("image_path", obs.image_path),
+                 ("pose.frame_id", obs.pose.frame_id)]
+        short += [(f"regions[{i}].label", r.label) for i, r in enumerate(obs.regions)]
+        for i, s in enumerate(obs.people):
+            short += [(f"people[{i}].{f}", getattr(s, f)) for f in ("activity", "clothing", "crop_path")]
+        for name, text in short:
+            if not _utf8(text) or len(text) > _MAX_TEXT_FIELD:
+                reject("bad_text", f"{name} must be UTF-8 text of at most {_MAX_TEXT_FIELD} characters")
+        if not isinstance(obs.segment_id, (int, np.integer)) or isinstance(obs.segment_id, bool) \
+                or not -2**63 <= int(obs.segment_id) < 2**63:
+            reject("bad_field", f"segment_id must be a 64-bit integer, got {obs.segment_id!r}")
         checks = [("text_embedding", obs.text_embedding, p.text_dim),
                   ("global_embedding", obs.global_embedding, p.image_dim)]
         checks += [(f"regions[{i}].embedding", r.embedding, None) for i, r in enumerate(obs.regions)]
+        boxes = [(f"regions[{i}].box", r.box, 4) for i, r in enumerate(obs.regions)]
         for i, s in enumerate(obs.people):
             checks += [(f"people[{i}].face_embedding", s.face_embedding, p.face_dim),
                        (f"people[{i}].reid_embedding", s.reid_embedding, p.reid_dim)]
-            if s.identity_id and not _ID_RE.match(s.identity_id):
-                raise InvalidRecordError(f"{where}: people[{i}].identity_id {s.identity_id!r} is not a valid id")
-            if not all(math.isfinite(v) for v in s.box):
-                raise InvalidRecordError(f"{where}: people[{i}].box has NaN/inf")
+            if s.identity_id and not (isinstance(s.identity_id, str) and _ID_RE.match(s.identity_id)):
+                reject("bad_id", f"people[{i}].identity_id {s.identity_id!r} is not a valid id")
+            boxes.append((f"people[{i}].box", s.box, 4))
+            if s.face_box is not None:
+                boxes.append((f"people[{i}].face_box", s.face_box, 4))
+            boxes.append((f"people[{i}].confidence", (s.identity_confidence, s.detection_score), 2))
+        for i, r in enumerate(obs.regions):
+            boxes += [(f"regions[{i}].score", (r.score,), 1)]
+            boxes += [(f"regions[{i}].{f}", getattr(r, f), 3) for f in ("center_3d", "size_3d")
+                      if getattr(r, f) is not None]
+        for name, values, size in boxes:
+            try:
+                ok = len(values) == size and all(math.isfinite(float(v)) for v in values)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                reject("non_finite_box", f"{name} must be {size} finite numbers (NaN/inf), got {values!r}")
         for name, vec, dim in checks:
             if vec is None:
                 continue
             if dim is not None and vec.shape != (dim,):
-                raise InvalidRecordError(f"{where}: {name} has {vec.size} values, configured dimension is {dim}")
+                reject("bad_embedding_dim", f"{name} has {vec.size} values, configured dimension is {dim}")
             if not np.all(np.isfinite(vec)):
-                raise InvalidRecordError(f"{where}: {name} has NaN/inf")
+                reject("non_finite_embedding", f"{name} has NaN/inf")
+
+    @staticmethod
+    def _vectors_of(obs: Observation) -> None:
+        """Embeddings as float32 vectors (raises for values that are not numbers)."""
+        obs.text_embedding = as_vector(obs.text_embedding)
+        obs.global_embedding = as_vector(obs.global_embedding)
+        for s in obs.people:
+            s.face_embedding, s.reid_embedding = as_vector(s.face_embedding), as_vector(s.reid_embedding)
+        for r in obs.regions:
+            r.embedding = as_vector(r.embedding)
+
+    def _count(self, kind: str, n: int = 1) -> None:
+        with self._rejections_lock:
+            self.rejections[kind] += n
+
+    def _reject(self, result: InsertResult, obs, exc: InvalidRecordError) -> None:
+        key = obs.observation_id if isinstance(obs.observation_id, str) else repr(obs.observation_id)
+        key = key[:200]
+        while key in result.rejected:
+            key += "'"
+        result.rejected[key] = f"{exc.kind}: {exc}"
+        self._count(exc.kind)
+        log.warning("rejected observation %r: %s: %s", key, exc.kind, exc)
+
+    def _forgotten_among(self, conn, ids: Iterable[str]) -> set[str]:
+        ids = sorted(set(ids))
+        found: set[str] = set()
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            found.update(r[0] for r in conn.execute(
+                f"SELECT identity_id FROM forgotten_identities WHERE identity_id IN ({','.join('?' * len(chunk))})",
+                chunk))
+        return found
+
+    @staticmethod
+    def _drop_forgotten(obs: Observation, forgotten: set[str]) -> tuple[int, list[str]]:
+        """Remove the sightings of forgotten identities from ``obs`` and scrub their ids from its
+        description (as forget_identity does); returns (how many, their crop files)."""
+        dropped = [s for s in obs.people if s.identity_id in forgotten]
+        if not dropped:
+            return 0, []
+        obs.people = [s for s in obs.people if s.identity_id not in forgotten]
+        pattern = _name_pattern(s.identity_id for s in dropped)
+        description = scrub_identity(obs.description, pattern)
+        if description != obs.description:
+            obs.description, obs.text_embedding = description, None  # re-embedded from the scrubbed text
+        obs.description_json = scrub_identity(obs.description_json, pattern)
+        return len(dropped), [s.crop_path for s in dropped if s.crop_path]
 
     def insert(self, observations: Sequence[Observation]) -> list[str]:
-        """Store a batch atomically; returns the ids stored (ids already stored are skipped).
+        """Store a batch; returns the ids stored now (see :meth:`insert_batch` for the ids
+        rejected or already stored).  Raises StoreWriteError when nothing could be written."""
+        return self.insert_batch(observations).stored
 
-        Raises :class:`InvalidRecordError` (nothing written) for NaN/inf poses, wrong embedding
-        sizes, oversized text, timestamps older than the episode's last record, invalid or
-        forgotten person ids.
+    def insert_batch(self, observations: Sequence[Observation]) -> InsertResult:
+        """Store what is valid in a batch, in one transaction; each observation with its
+        sightings and regions is atomic.
+
+        Rejected (reason in ``rejected``, counted per kind in ``self.rejections``): NaN/inf
+        poses or boxes, wrong embedding sizes, oversized or non-UTF-8 text, timestamps older
+        than the episode's last record, invalid ids.  Already stored ids (a re-send) are
+        ``duplicates``.  Sightings of forgotten identities (or their aliases) are dropped
+        (``sightings_dropped``), the rest of the observation is stored.  Raises
+        StoreWriteError (nothing written) when the data directory cannot be written.
         """
-        observations = list(observations)
-        for i, obs in enumerate(observations):
-            obs.text_embedding = as_vector(obs.text_embedding)
-            obs.global_embedding = as_vector(obs.global_embedding)
-            for s in obs.people:
-                s.face_embedding, s.reid_embedding = as_vector(s.face_embedding), as_vector(s.reid_embedding)
-            for r in obs.regions:
-                r.embedding = as_vector(r.embedding)
-            self._validate(obs, i)
-        seen_ids = [o.observation_id for o in observations]
-        if len(set(seen_ids)) != len(seen_ids):
-            raise InvalidRecordError("batch repeats an observation_id")
-        missing_text = [o for o in observations if o.text_embedding is None and o.description]
-        if missing_text:
-            vecs = self.text_embedder.embed([o.description for o in missing_text])
-            for obs, vec in zip(missing_text, vecs):
-                obs.text_embedding = vec
+        try:
+            return self._insert_batch(list(observations))
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. the text embedder failed
+            if _is_write_fault(exc):
+                raise self._write_error(exc) from exc
+            log.exception("insert failed")
+            raise StoreError(f"insert: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
+
+    def _insert_batch(self, observations: list[Observation]) -> InsertResult:
+        result = InsertResult()
+        candidates: list[Observation] = []
+        seen: set[str] = set()
+        for obs in observations:
+            try:
+                try:
+                    self._vectors_of(obs)
+                except (TypeError, ValueError) as exc:
+                    raise InvalidRecordError(f"an embedding is not numbers: {exc}", kind="bad_embedding") from None
+                self._validate(obs)
+            except InvalidRecordError as exc:
+                self._reject(result, obs, exc)
+                continue
+            if obs.observation_id in seen:   # repeated in the batch: the first one counts
+                result.duplicates.append(obs.observation_id)
+                continue
+            seen.add(obs.observation_id)
+            candidates.append(obs)
+        dropped_crops: list[str] = []
+        dropped: dict[str, int] = collections.Counter()
+
+        def drop(batch, ids):
+            for obs in batch:
+                n, crops = self._drop_forgotten(obs, ids)
+                dropped[obs.observation_id] += n
+                dropped_crops.extend(crops)
+        forgotten = self._forgotten_among(self._conn(), (s.identity_id for o in candidates for s in o.people
+                                                        if s.identity_id))
+        drop(candidates, forgotten)
+        self._embed_missing_text(candidates)
         new_vectors: dict[str, list] = {"text": [], "image": []}
-        stored: list[str] = []
         inserted_rows: list[int] = []
         inserted_times: list[float] = []
         with self._transaction() as conn:
             existing = set()
-            for start in range(0, len(seen_ids), 500):
-                chunk = seen_ids[start:start + 500]
+            ids = [o.observation_id for o in candidates]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
                 existing.update(r[0] for r in conn.execute(
                     f"SELECT observation_id FROM observations WHERE observation_id IN "
                     f"({','.join('?' * len(chunk))})", chunk))
-            fresh = [o for o in observations if o.observation_id not in existing]
+            fresh = [o for o in candidates if o.observation_id not in existing]
+            result.duplicates += [o.observation_id for o in candidates if o.observation_id in existing]
             person_ids = {s.identity_id for o in fresh for s in o.people if s.identity_id}
-            if person_ids:
-                marks = ",".join("?" * len(person_ids))
-                forgotten = [r[0] for r in conn.execute(
-                    f"SELECT identity_id FROM forgotten_identities WHERE identity_id IN ({marks})",
-                    list(person_ids))]
-                if forgotten:
-                    raise InvalidRecordError(f"identity {', '.join(sorted(forgotten))} was forgotten at an "
-                                             "operator's request and cannot be stored again")
+            late = self._forgotten_among(conn, person_ids) - forgotten  # forgotten while we embedded
+            if late:
+                drop(fresh, late)
+                self._embed_missing_text(fresh)
+                person_ids -= late
             if person_ids:  # ids merged into another identity are stored under the survivor
                 aliases = dict(conn.execute(f"SELECT alias_id, identity_id FROM identity_aliases WHERE alias_id IN "
                                             f"({','.join('?' * len(person_ids))})", list(person_ids)).fetchall())
                 for obs in fresh:
                     for sighting in obs.people:
                         sighting.identity_id = aliases.get(sighting.identity_id, sighting.identity_id)
-            last_stamp = {}
+            last_stamp: dict[str, Optional[float]] = {}
+            known_episodes: set[str] = set()
+            now = time.time()
             for obs in fresh:
                 if obs.episode_id not in last_stamp:
                     row = conn.execute("SELECT last_stamp FROM episodes WHERE episode_id=?",
                                        (obs.episode_id,)).fetchone()
                     last_stamp[obs.episode_id] = row[0] if row else None
-                    if row is None:
-                        conn.execute("INSERT INTO episodes(episode_id, start, last_stamp) VALUES (?,?,?)",
-                                     (obs.episode_id, obs.stamp, obs.stamp))
+                    if row is not None:
+                        known_episodes.add(obs.episode_id)
                 previous = last_stamp[obs.episode_id]
                 if previous is not None and obs.stamp < previous:
-                    raise InvalidRecordError(
-                        f"observation {obs.observation_id!r}: stamp {obs.stamp:.3f} is older than the last "
-                        f"record of episode {obs.episode_id!r} ({previous:.3f}); timestamps must not go back")
+                    self._reject(result, obs, InvalidRecordError(
+                        f"stamp {obs.stamp:.3f} is older than the last record of episode {obs.episode_id!r} "
+                        f"({previous:.3f}); timestamps must not go back", kind="stamp_went_back"))
+                    continue
+                conn.execute("SAVEPOINT obs")
+                try:
+                    if obs.episode_id not in known_episodes:
+                        conn.execute("INSERT INTO episodes(episode_id, start, last_stamp) VALUES (?,?,?)",
+                                     (obs.episode_id, obs.stamp, obs.stamp))
+                    row_id, text_vec, image_vec = self._write_observation(conn, obs, now)
+                except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
+                        sqlite3.DataError, ValueError, TypeError, OverflowError) as exc:
+                    conn.execute("ROLLBACK TO obs")
+                    conn.execute("RELEASE obs")
+                    self._reject(result, obs, InvalidRecordError(f"{type(exc).__name__}: {exc}", kind="unstorable"))
+                    continue
+                conn.execute("RELEASE obs")
+                known_episodes.add(obs.episode_id)
                 last_stamp[obs.episode_id] = obs.stamp
-            now = time.time()
-            for obs in fresh:
-                p = obs.pose
-                persons = ",".join(dict.fromkeys(s.identity_id for s in obs.people if s.identity_id))
-                text_vec = _unit(obs.text_embedding) if obs.text_embedding is not None else None
-                image_vec = _unit(obs.global_embedding) if obs.global_embedding is not None else None
-                cur = conn.execute(
-                    "INSERT INTO observations(observation_id, t, episode_id, keyframe_id, segment_id, "
-                    "waypoint_id, x, y, z, yaw, frame_id, description, description_json, image_path, "
-                    "persons, text_emb, image_emb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (obs.observation_id, obs.stamp, obs.episode_id, obs.keyframe_id, int(obs.segment_id),
-                     obs.waypoint_id, p.x, p.y, p.z, p.yaw, p.frame_id, obs.description,
-                     obs.description_json, obs.image_path, persons, _blob(text_vec), _blob(image_vec)))
-                row_id = cur.lastrowid
-                conn.execute("INSERT INTO obs_xy(id, min_x, max_x, min_y, max_y) VALUES (?,?,?,?,?)",
-                             (row_id, p.x, p.x, p.y, p.y))
-                for r in obs.regions:
-                    c3, s3 = r.center_3d or (None,) * 3, r.size_3d or (None,) * 3
-                    conn.execute("INSERT INTO regions(obs, label, score, x1, y1, x2, y2, emb, cx, cy, cz, "
-                                 "sx, sy, sz) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                 (row_id, r.label, r.score, *r.box, _blob(r.embedding), *c3, *s3))
-                for s in obs.people:
-                    if s.identity_id:
-                        conn.execute("INSERT OR IGNORE INTO identities(identity_id, created) VALUES (?, ?)",
-                                     (s.identity_id, now))
-                    conn.execute(
-                        "INSERT INTO sightings(obs, identity_id, t, confidence, detection_score, x1, y1, x2, "
-                        "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (row_id, s.identity_id or None, obs.stamp, s.identity_confidence, s.detection_score,
-                         *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
-                         _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
-                         s.crop_path))
-                if obs.waypoint_id:
-                    conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) VALUES (?, 1, ?, ?, ?) "
-                                 "ON CONFLICT(waypoint_id) DO UPDATE SET n=n+1, sx=sx+excluded.sx, sy=sy+excluded.sy, "
-                                 "last=MAX(last, excluded.last)", (obs.waypoint_id, p.x, p.y, obs.stamp))
                 if text_vec is not None:
                     new_vectors["text"].append((row_id, text_vec))
                 if image_vec is not None:
                     new_vectors["image"].append((row_id, image_vec))
-                stored.append(obs.observation_id)
+                result.stored.append(obs.observation_id)
                 inserted_rows.append(row_id)
                 inserted_times.append(obs.stamp)
             for episode_id, stamp in last_stamp.items():
-                conn.execute("UPDATE episodes SET last_stamp=MAX(last_stamp, ?), "
-                             "end=MAX(COALESCE(end, 0), ?) WHERE episode_id=?", (stamp, stamp, episode_id))
+                if stamp is not None and episode_id in known_episodes:
+                    conn.execute("UPDATE episodes SET last_stamp=MAX(last_stamp, ?), "
+                                 "end=MAX(COALESCE(end, 0), ?) WHERE episode_id=?", (stamp, stamp, episode_id))
         # committed (durable): now the in-memory indexes; a crash here is repaired on open
-        if stored:
+        result.sightings_dropped = sum(dropped[i] for i in result.stored)
+        if result.sightings_dropped:
+            self._count("forgotten_identity_sighting", result.sightings_dropped)
+            log.info("dropped %d sightings of forgotten identities (%d observations stored)",
+                     result.sightings_dropped, len(result.stored))
+        if result.stored:
             new_ids = np.array(inserted_rows, dtype=np.int64)
             self._time_ids = np.concatenate([self._time_ids, new_ids])
             self._time_vals = np.concatenate([self._time_vals, np.array(inserted_times, dtype=np.float64)])
@@ -375,10 +559,57 @@ class MemoryStore:
                 items = [(i, v) for i, v in items if i > getattr(index, "max_id", -1)]
                 if index is not None and items:
                     index.add(np.array([i for i, _ in items], dtype=np.int64), np.stack([v for _, v in items]))
-        self._inserted_since_checkpoint += len(stored)
+        self._remove_files(dropped_crops)
+        self._inserted_since_checkpoint += len(result.stored)
         if self._inserted_since_checkpoint >= self.params.checkpoint_every:
             self.checkpoint()
-        return stored
+        return result
+
+    def _embed_missing_text(self, observations: Sequence[Observation]) -> None:
+        missing = [o for o in observations if o.text_embedding is None and o.description]
+        if missing:
+            vecs = self.text_embedder.embed([o.description for o in missing])
+            for obs, vec in zip(missing, vecs):
+                obs.text_embedding = vec
+
+    def _write_observation(self, conn, obs: Observation, now: float):
+        """The rows of one observation; returns (row id, text vector, image vector)."""
+        p = obs.pose
+        persons = ",".join(dict.fromkeys(s.identity_id for s in obs.people if s.identity_id))
+        text_vec = _unit(obs.text_embedding) if obs.text_embedding is not None else None
+        image_vec = _unit(obs.global_embedding) if obs.global_embedding is not None else None
+        cur = conn.execute(
+            "INSERT INTO observations(observation_id, t, episode_id, keyframe_id, segment_id, "
+            "waypoint_id, x, y, z, yaw, frame_id, description, description_json, image_path, "
+            "persons, text_emb, image_emb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (obs.observation_id, obs.stamp, obs.episode_id, obs.keyframe_id, int(obs.segment_id),
+             obs.waypoint_id, p.x, p.y, p.z, p.yaw, p.frame_id, obs.description,
+             obs.description_json, obs.image_path, persons, _blob(text_vec), _blob(image_vec)))
+        row_id = cur.lastrowid
+        conn.execute("INSERT INTO obs_xy(id, min_x, max_x, min_y, max_y) VALUES (?,?,?,?,?)",
+                     (row_id, p.x, p.x, p.y, p.y))
+        for r in obs.regions:
+            c3, s3 = r.center_3d or (None,) * 3, r.size_3d or (None,) * 3
+            conn.execute("INSERT INTO regions(obs, label, score, x1, y1, x2, y2, emb, cx, cy, cz, "
+                         "sx, sy, sz) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         (row_id, r.label, r.score, *r.box, _blob(r.embedding), *c3, *s3))
+        for s in obs.people:
+            if s.identity_id:
+                conn.execute("INSERT OR IGNORE INTO identities(identity_id, created) VALUES (?, ?)",
+                             (s.identity_id, now))
+            conn.execute(
+                "INSERT INTO sightings(obs, identity_id, t, confidence, detection_score, x1, y1, x2, "
+                "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (row_id, s.identity_id or None, obs.stamp, s.identity_confidence, s.detection_score,
+                 *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
+                 _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
+                 s.crop_path))
+        if obs.waypoint_id:
+            conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) VALUES (?, 1, ?, ?, ?) "
+                         "ON CONFLICT(waypoint_id) DO UPDATE SET n=n+1, sx=sx+excluded.sx, sy=sy+excluded.sy, "
+                         "last=MAX(last, excluded.last)", (obs.waypoint_id, p.x, p.y, obs.stamp))
+        return row_id, text_vec, image_vec
 
     # -- helpers for results ----------------------------------------------------------------
     def iso(self, t: float) -> str:
@@ -572,23 +803,34 @@ class MemoryStore:
         rows = sorted(before + after, key=lambda r: abs(r["t"] - t))[:k]
         return [{**self._record(r), "dt_s": round(r["t"] - t, 1)} for r in rows]
 
+    @staticmethod
+    def _order_sql(order: str, column: str) -> str:
+        if order not in HISTORY_ORDERS:
+            raise InvalidArgumentError(f"order must be one of {', '.join(HISTORY_ORDERS)}, got {order!r}")
+        return f"ORDER BY {column} {'DESC' if order == 'newest' else 'ASC'}"
+
     def waypoint_observations(self, waypoint_id: str, t_start: Optional[float] = None,
-                              t_end: Optional[float] = None, limit: int = 50) -> list[dict]:
-        """HUMEMBR waypoint history: what was seen at waypoint W in [t_start, t_end], oldest first."""
+                              t_end: Optional[float] = None, limit: int = 50,
+                              order: str = "newest") -> list[dict]:
+        """HUMEMBR waypoint history: what was seen at waypoint W in [t_start, t_end]; ``order``
+        "newest" = the most recent ``limit``, newest first; "oldest" = the earliest, oldest first."""
         rows = self._conn().execute(
             f"SELECT {_OBS_COLUMNS} FROM observations WHERE waypoint_id=? AND t >= ? AND t <= ? "
-            "ORDER BY t LIMIT ?", (waypoint_id, t_start or 0.0, t_end or 1e18, limit))
+            f"{self._order_sql(order, 't')} LIMIT ?",
+            (waypoint_id, 0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end, limit))
         return [self._record(r) for r in rows]
 
     def person_observations(self, person: str, t_start: Optional[float] = None,
-                            t_end: Optional[float] = None, limit: int = 50) -> list[dict]:
-        """HUMEMBR person history: sightings of ``person`` in [t_start, t_end], oldest first."""
+                            t_end: Optional[float] = None, limit: int = 50,
+                            order: str = "newest") -> list[dict]:
+        """HUMEMBR person history: sightings of ``person`` in [t_start, t_end]; ``order`` as
+        for waypoint_observations (default the most recent ``limit``, newest first)."""
         identity = self.resolve_person(person)
         rows = self._conn().execute(
             f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))}, s.confidence, "
             "s.activity FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id=? "
-            "AND s.t >= ? AND s.t <= ? ORDER BY s.t LIMIT ?",
-            (identity, t_start or 0.0, t_end or 1e18, limit))
+            f"AND s.t >= ? AND s.t <= ? {self._order_sql(order, 's.t')} LIMIT ?",
+            (identity, 0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end, limit))
         return [{**self._record(r), "confidence": round(r["confidence"] or 0.0, 3),
                  **({"activity": r["activity"]} if r["activity"] else {})} for r in rows]
 
@@ -602,25 +844,45 @@ class MemoryStore:
         end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(0), tzinfo=self.tz)
         return start.timestamp(), end.timestamp()
 
-    def persons_per_day(self, date: str) -> list[dict]:
-        """HUMEMBR available persons: everyone seen on ``date``, with counts and first/last time."""
+    def _newest(self) -> Optional[float]:
+        return self._conn().execute("SELECT MAX(t) FROM observations").fetchone()[0]
+
+    def _covers_everything(self, before: Optional[float]) -> bool:
+        """True when ``before`` excludes nothing stored (the fast paths then answer)."""
+        if before is None:
+            return True
+        newest = self._newest()
+        return newest is None or before >= newest
+
+    def persons_per_day(self, date: str, before: Optional[float] = None) -> list[dict]:
+        """HUMEMBR available persons: everyone seen on ``date`` (up to ``before``), with counts
+        and first/last time."""
         t0, t1 = self.day_bounds(date)
+        t_end = t1 if before is None else min(t1, math.nextafter(before, math.inf))
         rows = self._conn().execute(
             "SELECT s.identity_id, COUNT(*) AS n, MIN(s.t) AS first, MAX(s.t) AS last, i.display_name "
             "FROM sightings s JOIN identities i ON i.identity_id = s.identity_id "
-            "WHERE s.t >= ? AND s.t < ? GROUP BY s.identity_id ORDER BY first", (t0, t1))
+            "WHERE s.t >= ? AND s.t < ? GROUP BY s.identity_id ORDER BY first", (t0, t_end))
         return [{"person": r["identity_id"], **({"name": r["display_name"]} if r["display_name"] else {}),
                  "sightings": r["n"], "first_seen": self.iso(r["first"]), "last_seen": self.iso(r["last"])}
                 for r in rows]
 
-    def daily_summary(self, date: str, person: str) -> dict:
-        """HUMEMBR person daily summary (summariser injectable; cached per person and day)."""
+    def daily_summary(self, date: str, person: str, before: Optional[float] = None) -> dict:
+        """HUMEMBR person daily summary of the whole day in time order (up to ``before``; an
+        identity first seen after ``before`` is unknown).  Summariser injectable; cached per
+        person and day (a day cut by ``before`` is summarised afresh and not cached)."""
         identity = self.resolve_person(person)
         t0, t1 = self.day_bounds(date)
-        sightings = self.person_observations(identity, t0, t1 - 1e-6, limit=10_000)
         conn = self._conn()
-        cached = conn.execute("SELECT text, sightings FROM summaries WHERE identity_id=? AND day=?",
-                              (identity, date)).fetchone()
+        if before is not None and conn.execute("SELECT 1 FROM sightings WHERE identity_id=? AND t <= ? LIMIT 1",
+                                               (identity, before)).fetchone() is None:
+            raise UnknownPersonError(f"unknown person {person!r} as of {self.iso(before)}")
+        t_end = t1 - 1e-6
+        partial = before is not None and before < t_end
+        sightings = self.person_observations(identity, t0, before if partial else t_end, limit=100_000,
+                                             order="oldest")
+        cached = None if partial else conn.execute(
+            "SELECT text, sightings FROM summaries WHERE identity_id=? AND day=?", (identity, date)).fetchone()
         if cached and cached["sightings"] == len(sightings):
             return {"person": identity, "date": date, "sightings": len(sightings), "summary": cached["text"]}
         summariser = self.summariser or self._fallback_summary
@@ -629,6 +891,8 @@ class MemoryStore:
         except Exception as exc:  # noqa: BLE001 - an LLM summariser may fail: fall back
             log.warning("summariser failed (%s): using the deterministic summary", exc)
             text = self._fallback_summary(identity, date, sightings)
+        if partial:
+            return {"person": identity, "date": date, "sightings": len(sightings), "summary": text}
         with self._transaction() as tx:
             tx.execute("INSERT OR REPLACE INTO summaries(identity_id, day, text, sightings, created) "
                        "VALUES (?,?,?,?,?)", (identity, date, text, len(sightings), time.time()))
@@ -685,6 +949,9 @@ class MemoryStore:
                 "SELECT identity_id, display_name FROM identities WHERE identity_id IN (?, ?)", (absorbed, survivor))}
             if absorbed not in names:
                 return 0
+            if conn.execute("SELECT 1 FROM forgotten_identities WHERE identity_id=?", (survivor,)).fetchone():
+                log.warning("not merging %s into %s: %s was forgotten", absorbed, survivor, survivor)
+                return 0
             conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
                          (survivor, names.get(absorbed, ""), time.time()))
             if not names.get(survivor) and names.get(absorbed):
@@ -728,71 +995,136 @@ class MemoryStore:
         return {"identity_id": identity, "display_name": ident["display_name"], "created": self.iso(ident["created"]),
                 "sightings": sightings, "summaries": summaries}
 
-    def _remove_files(self, paths: Iterable[str]) -> int:
-        removed = 0
+    def _deletable(self, paths: Iterable[str]) -> list[Path]:
+        """Existing files among ``paths`` inside the data directory (never delete outside it)."""
         root = self.data_dir.resolve()
+        out = []
         for path in paths:
             if not path:
                 continue
             p = Path(path).expanduser().resolve()
-            if root in p.parents and p.is_file():  # never delete outside the data directory
+            if root in p.parents and p.is_file():
+                out.append(p)
+        return out
+
+    def _remove_files(self, paths: Iterable[str]) -> int:
+        """Delete files after the rows naming them are committed (a read-only or full disk
+        fails the transaction first, changing nothing); one the file system still refuses is
+        logged.  Returns how many were deleted."""
+        removed = 0
+        for p in dict.fromkeys(self._deletable(paths)):
+            try:
                 p.unlink()
-                removed += 1
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.error("cannot delete %s: %s", p, exc)
+                continue
+            removed += 1
         return removed
 
     def forget_identity(self, person: str, dry_run: bool = False) -> dict:
-        """Delete every sighting, embedding, crop and summary of ``person``; its id is
-        tombstoned so perception cannot store it again; descriptions naming it are scrubbed."""
+        """Delete every sighting, embedding, crop and summary of ``person`` (and of the ids
+        merged into it); its ids are tombstoned, so later sightings of them are dropped on
+        insert; descriptions naming it are scrubbed (and re-embedded).  With
+        ``forget_deletes_images`` the keyframe images of every observation it was seen in are
+        deleted too (file, image_path, image embedding).  Returns counts."""
         identity = self.resolve_person(person)
         conn = self._conn()
         name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (identity,)).fetchone()[0]
+        aliases = [r[0] for r in conn.execute("SELECT alias_id FROM identity_aliases WHERE identity_id=?", (identity,))]
         crops = [r[0] for r in conn.execute("SELECT crop_path FROM sightings WHERE identity_id=?", (identity,))]
         obs_rows = [r[0] for r in conn.execute("SELECT DISTINCT obs FROM sightings WHERE identity_id=?", (identity,))]
+        forget_ids = {identity, *aliases}
+        pattern = _name_pattern([*forget_ids, name])
+        mentioned = set()   # descriptions naming it without a sighting (e.g. an id merged later)
+        for word in sorted(w for w in {*forget_ids, name} if w):
+            like = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            mentioned.update(r[0] for r in conn.execute(
+                "SELECT id FROM observations WHERE description LIKE ? ESCAPE '\\' OR description_json LIKE ? "
+                "ESCAPE '\\'", (like, like)))
+        rows = self._rows_by_id(set(obs_rows) | mentioned)
+        json_text = self._description_json(rows)
+        with_images: list[int] = []
+        images: list[str] = []
+        image_vectors: list[int] = []
+        if self.params.forget_deletes_images and obs_rows:
+            for rid, has_vec in self._image_state(obs_rows):
+                with_images.append(rid)
+                if rows[rid]["image_path"]:
+                    images.append(rows[rid]["image_path"])
+                if has_vec:
+                    image_vectors.append(rid)
+        files = [c for c in crops if c] + images
         counts = {"observations_removed": 0, "sightings_removed": len(crops),
-                  "files_removed": sum(1 for c in crops if c)}
+                  "images_removed": len(images), "files_removed": len(files)}
         if dry_run:
             return {**counts, "identity_id": identity, "dry_run": True}
-        rows = self._rows_by_id(obs_rows)
-        patterns = [re.escape(identity)] + ([re.escape(name)] if name else [])
-        scrub = re.compile(r"\b(" + "|".join(patterns) + r")\b", re.IGNORECASE)
         updates = []
         for rid, row in rows.items():
-            text = scrub.sub("a person", row["description"] or "")
-            persons = ",".join(p for p in (row["persons"] or "").split(",") if p and p != identity)
-            updates.append((rid, text, persons, text != (row["description"] or "")))
+            text = scrub_identity(row["description"] or "", pattern)
+            persons = ",".join(p for p in (row["persons"] or "").split(",") if p and p not in forget_ids)
+            updates.append((rid, text, persons, text != (row["description"] or ""),
+                            scrub_identity(json_text.get(rid, ""), pattern)))
+        stale_summaries = [(r[0], r[1]) for r in conn.execute("SELECT identity_id, day, text FROM summaries")
+                           if pattern.search(r[2] or "")]
         changed_text = [u for u in updates if u[3]]
         new_vecs = self.text_embedder.embed([u[1] for u in changed_text]) if changed_text else []
+        stamp = time.time()
         with self._transaction() as tx:
             tx.execute("DELETE FROM sightings WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM summaries WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM identities WHERE identity_id=?", (identity,))
-            tx.execute("INSERT OR REPLACE INTO forgotten_identities(identity_id, forgotten_at) VALUES (?,?)",
-                       (identity, time.time()))
-            for (alias,) in tx.execute("SELECT alias_id FROM identity_aliases WHERE identity_id=?", (identity,)).fetchall():
-                tx.execute("INSERT OR REPLACE INTO forgotten_identities(identity_id, forgotten_at) VALUES (?,?)",
-                           (alias, time.time()))
+            tx.executemany("INSERT OR REPLACE INTO forgotten_identities(identity_id, forgotten_at) VALUES (?,?)",
+                           [(i, stamp) for i in sorted(forget_ids)])
             tx.execute("DELETE FROM identity_aliases WHERE identity_id=?", (identity,))
-            for rid, text, persons, _changed in updates:
-                tx.execute("UPDATE observations SET description=?, persons=? WHERE id=?", (text, persons, rid))
+            tx.executemany("DELETE FROM summaries WHERE identity_id=? AND day=?", stale_summaries)
+            for rid, text, persons, _changed, text_json in updates:
+                tx.execute("UPDATE observations SET description=?, persons=?, description_json=? WHERE id=?",
+                           (text, persons, text_json, rid))
             for (rid, *_rest), vec in zip(changed_text, new_vecs):
                 tx.execute("UPDATE observations SET text_emb=? WHERE id=?", (_blob(_unit(vec)), rid))
+            tx.executemany("UPDATE observations SET image_path='', image_emb=NULL WHERE id=?",
+                           [(rid,) for rid in with_images])
             gen = self._bump_generation(tx)
         if changed_text:
             ids = np.array([u[0] for u in changed_text], dtype=np.int64)
             self._index("text").remove(ids)
             self._index("text").add(ids, np.stack([_unit(v) for v in new_vecs]))
-        counts["files_removed"] = self._remove_files(crops)
+        if image_vectors:
+            self._index("image").remove(np.array(image_vectors, dtype=np.int64))
+        counts["files_removed"] = self._remove_files(files)
         self._checkpoint_generation(gen)
         log.info("forgot identity %s: %d sightings, %d files", identity, counts["sightings_removed"],
                  counts["files_removed"])
-        return {**counts, "identity_id": identity, "dry_run": False}
+        return {**counts, "identity_id": identity, "aliases": sorted(aliases), "dry_run": False}
+
+    def _description_json(self, rows) -> dict[int, str]:
+        out = {}
+        ids = [int(i) for i in rows]
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            out.update((r[0], r[1] or "") for r in self._conn().execute(
+                f"SELECT id, description_json FROM observations WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return out
+
+    def _image_state(self, row_ids: Sequence[int]) -> list[tuple[int, bool]]:
+        """(row id, has an image embedding) of the rows among ``row_ids`` with an image or its vector."""
+        out = []
+        ids = [int(i) for i in row_ids]
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            out += [(r[0], bool(r[1])) for r in self._conn().execute(
+                f"SELECT id, image_emb IS NOT NULL FROM observations WHERE id IN ({','.join('?' * len(chunk))}) "
+                "AND (image_path != '' OR image_emb IS NOT NULL)", chunk)]
+        return out
 
     def _checkpoint_generation(self, gen: int) -> None:
         """After a delete: every index (opened if need be) is written with the new generation,
         so none is mistaken for stale and rebuilt on the next start."""
         max_id = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0]
         for kind in self.VECTOR_KINDS:
-            self._index(kind).checkpoint(max_id, gen)
+            self._checkpoint_index(self._index(kind), max_id, gen)
 
     def warm_up(self) -> None:
         """Open every vector index and load the text model now (a node calls this in the
@@ -901,10 +1233,17 @@ class MemoryStore:
     def observation_count(self) -> int:
         return len(self._time_ids)
 
-    def waypoints(self) -> list[dict]:
-        """Every waypoint the robot recorded observations at: id, count, mean position, last visit."""
-        rows = self._conn().execute("SELECT waypoint_id, n, sx / n AS x, sy / n AS y, last FROM waypoint_stats "
-                                    "WHERE n > 0 ORDER BY waypoint_id")
+    def waypoints(self, before: Optional[float] = None) -> list[dict]:
+        """Every waypoint the robot recorded observations at (up to ``before``): id, count, mean
+        position, last visit."""
+        if self._covers_everything(before):
+            rows = self._conn().execute("SELECT waypoint_id, n, sx / n AS x, sy / n AS y, last FROM waypoint_stats "
+                                        "WHERE n > 0 ORDER BY waypoint_id")
+        else:
+            rows = self._conn().execute(
+                "SELECT waypoint_id, COUNT(*) AS n, AVG(x) AS x, AVG(y) AS y, MAX(t) AS last FROM observations "
+                "INDEXED BY obs_t WHERE t <= ? AND waypoint_id != '' GROUP BY waypoint_id ORDER BY waypoint_id",
+                (before,))
         return [{"waypoint": r["waypoint_id"], "observations": r["n"], "position": [round(r["x"], 2), round(r["y"], 2)],
                  "last_visit": self.iso(r["last"])} for r in rows]
 
@@ -914,11 +1253,18 @@ class MemoryStore:
         conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) SELECT waypoint_id, COUNT(*), SUM(x), "
                      "SUM(y), MAX(t) FROM observations WHERE waypoint_id != '' GROUP BY waypoint_id")
 
-    def people(self) -> list[dict]:
-        """Every stored identity with its display name and last sighting (index lookups only)."""
-        rows = self._conn().execute(
-            "SELECT i.identity_id, i.display_name, (SELECT MAX(t) FROM sightings s WHERE s.identity_id = "
-            "i.identity_id) AS last FROM identities i ORDER BY i.identity_id")
+    def people(self, before: Optional[float] = None) -> list[dict]:
+        """Every stored identity with its display name and last sighting (index lookups only);
+        with ``before`` only those seen by then, with their last sighting by then."""
+        if self._covers_everything(before):
+            rows = self._conn().execute(
+                "SELECT i.identity_id, i.display_name, (SELECT MAX(t) FROM sightings s WHERE s.identity_id = "
+                "i.identity_id) AS last FROM identities i ORDER BY i.identity_id")
+        else:
+            rows = self._conn().execute(
+                "SELECT i.identity_id, i.display_name, (SELECT MAX(t) FROM sightings s WHERE s.identity_id = "
+                "i.identity_id AND s.t <= ?) AS last FROM identities i WHERE last IS NOT NULL ORDER BY i.identity_id",
+                (before,))
         return [{"person": r["identity_id"], **({"name": r["display_name"]} if r["display_name"] else {}),
                  **({"last_seen": self.iso(r["last"])} if r["last"] else {})} for r in rows]
 
@@ -950,6 +1296,7 @@ class MemoryStore:
                 "identities": count("SELECT COUNT(*) FROM identities"),
                 "rules": count("SELECT COUNT(*) FROM rules"),
                 "bytes_on_disk": size, "oldest": t[0], "newest": t[1],
+                "rejections": dict(self.rejections),
                 "vectors": {k: self._index(k).count() for k in self.VECTOR_KINDS}}
 
     # -- the tool table ----------------------------------------------------------------------
@@ -958,17 +1305,53 @@ class MemoryStore:
                    "person_observations", "persons_per_day", "daily_summary", "export_identity",
                    "rules_for", "get_observation", "latest_observation", "waypoints", "people", "occupancy_map")
 
+    _tool_table: Optional[ToolTable] = None
+
+    @classmethod
+    def tool_table(cls) -> ToolTable:
+        """tool -> argument specs, derived once from the methods' signatures (store/tool_args.py)."""
+        if cls._tool_table is None:
+            cls._tool_table = build_tool_table({name: getattr(cls, name) for name in cls.QUERY_TOOLS})
+        return cls._tool_table
+
+    @classmethod
+    def tool_schema(cls, name: str) -> dict:
+        """The JSON Schema of a query tool's arguments."""
+        return json_schema(cls.tool_table(), name)
+
     def call_tool(self, name: str, arguments: dict) -> Any:
-        """Call a retrieval function by name with JSON arguments (the memory query service)."""
-        if name not in self.QUERY_TOOLS:
-            raise StoreError(f"unknown tool {name!r}; tools: {', '.join(self.QUERY_TOOLS)}")
-        if not isinstance(arguments, dict):
-            raise StoreError(f"{name}: arguments must be a JSON object")
+        """Call a retrieval function by name with JSON arguments (the memory query service).
+
+        Arguments are checked against the tool's schema first (InvalidArgumentError, naming
+        the tool and the argument); any other failure comes out as a StoreError with the
+        original error's kind, never as a sqlite3 / numpy error."""
+        args = validate_arguments(self.tool_table(), name, arguments,
+                                  {"image_dim": self.params.image_dim, "text_dim": self.params.text_dim})
         try:
-            result = getattr(self, name)(**arguments)
-        except TypeError as exc:
-            raise StoreError(f"{name}: bad arguments: {exc}") from exc
-        return result
+            return getattr(self, name)(**args)
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - no request may take the store down
+            log.exception("tool %s failed", name)
+            raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
+
+
+def milvus_credentials(params: StoreParams, environ=None) -> dict:
+    """MilvusClient's token / user + password: secrets come from the environment variables the
+    parameters name (``milvus_token_env``, ``milvus_password_env``), never from YAML."""
+    import os
+    environ = os.environ if environ is None else environ
+    creds = {}
+    token = environ.get(params.milvus_token_env, "") if params.milvus_token_env else ""
+    if token:
+        creds["token"] = token
+    if params.milvus_user:
+        password = environ.get(params.milvus_password_env, "") if params.milvus_password_env else ""
+        if not password:
+            raise StoreError(f"milvus_user is {params.milvus_user!r} but the environment variable "
+                             f"{params.milvus_password_env or '(milvus_password_env)'} holding its password is empty")
+        creds["user"], creds["password"] = params.milvus_user, password
+    return creds
 
 
 def open_store(params: StoreParams, **kwargs) -> MemoryStore:

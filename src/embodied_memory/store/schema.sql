@@ -42,3 +42,6 @@ CREATE TABLE IF NOT EXISTS identity_aliases(alias_id TEXT PRIMARY KEY, identity_
 -- per-waypoint summary kept by insert (the agent lists waypoints on every question)
 CREATE TABLE IF NOT EXISTS waypoint_stats(
   waypoint_id TEXT PRIMARY KEY, n INTEGER NOT NULL, sx REAL NOT NULL, sy REAL NOT NULL, last REAL NOT NULL);
+-- rows with a vector (a cheap count: every open checks the vector indexes against it)
+CREATE INDEX IF NOT EXISTS obs_text_vec ON observations(id) WHERE text_emb IS NOT NULL;
+CREATE INDEX IF NOT EXISTS obs_image_vec ON observations(id) WHERE image_emb IS NOT NULL;

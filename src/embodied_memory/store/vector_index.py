@@ -5,8 +5,14 @@
 on-disk snapshot that records the last row id and the store's generation, so a restart only
 adds what came after the snapshot and a stale or corrupt snapshot is rebuilt.
 
+A snapshot is trusted only when its metadata matches it (generation, dimension and vector
+count); any mismatch between snapshot, metadata and SQLite (a crash between writing the two
+files, a copied file) rebuilds from SQLite, so the index holds exactly one vector per row.
+
 ``MilvusVectorIndex`` (fleets): the same calls on a Milvus collection; a ``milvus_uri``
-ending in ``.db`` runs Milvus Lite in-process.
+ending in ``.db`` runs Milvus Lite in-process.  ``add`` is an upsert and the count is read
+back from Milvus, so a re-sent row never drifts it; on open only the rows Milvus lacks (or
+holds without a SQLite row) are synchronised.
 
 Vectors are L2-normalised by the caller, so inner product = cosine similarity.
 """
@@ -68,19 +74,25 @@ class FaissVectorIndex:
 
     # -- persistence --------------------------------------------------------------------------
     def open(self, generation: int, rows_after: Callable[[int], Batches], count_rows: Callable[[], int]) -> None:
-        """Load the snapshot if it matches ``generation``; else rebuild from ``rows_after(0)``.
-        Rows newer than the snapshot are added from ``rows_after(max_id)``.  ``count_rows``
-        (a full count, slow on big stores) is only called for a rebuild."""
+        """Load the snapshot if it matches ``generation`` and its metadata; else rebuild from
+        ``rows_after(0)``.  Rows newer than the snapshot are added from ``rows_after(max_id)``
+        (never twice).  Then the index must hold exactly ``count_rows()`` vectors, else it is
+        rebuilt (``count_rows`` reads a partial index of the rows with a vector)."""
         loaded = False
         if self.path.exists() and self.meta_path.exists():
             try:
                 meta = json.loads(self.meta_path.read_text())
                 if meta.get("generation") == generation and meta.get("dim") == self.dim:
-                    self._index = self._faiss.read_index(str(self.path))  # already the concrete type
-                    if self._index.d != self.dim:
+                    index = self._faiss.read_index(str(self.path))  # already the concrete type
+                    if index.d != self.dim:
                         raise ValueError("dimension mismatch")
-                    self.max_id = int(meta["max_id"])
-                    loaded = True
+                    if int(meta.get("count", -1)) != index.ntotal:
+                        log.warning("%s holds %d vectors, its metadata says %s (written apart by a crash?): "
+                                    "rebuilding from SQLite", self.path.name, index.ntotal, meta.get("count"))
+                    else:
+                        self._index = index
+                        self.max_id = int(meta["max_id"])
+                        loaded = True
                 else:
                     log.warning("%s is stale (generation %s, store %s): rebuilding",
                                 self.path.name, meta.get("generation"), generation)
@@ -96,11 +108,41 @@ class FaissVectorIndex:
             self._index = self._new_flat()
             self.max_id = 0
         self.generation = generation
-        added = self._add_batches(rows_after(self.max_id), total_rows, f"indexing {self.path.stem}")
+        added = self._add_batches(self._unindexed(rows_after(self.max_id)) if loaded else rows_after(self.max_id),
+                                  total_rows, f"indexing {self.path.stem}")
+        if loaded:
+            expected = count_rows()
+            if self._index.ntotal != expected:
+                log.warning("%s holds %d vectors for %d rows with one: rebuilding from SQLite",
+                            self.path.name, self._index.ntotal, expected)
+                self._index = self._new_flat()
+                self.max_id = 0
+                added = self._add_batches(rows_after(0), expected, f"indexing {self.path.stem}")
+                loaded = False
         if not loaded or added:
             if self._index.ntotal >= self.ivf_min_vectors and self.kind == "flat":
                 self._rebuild_ivf(rows_after(0))
             self.checkpoint(self.max_id, generation)
+
+    def _ids(self) -> Optional[np.ndarray]:
+        """The ids a flat index holds (None for IVF: no cheap list)."""
+        if self.kind != "flat":
+            return None
+        return self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
+
+    def _unindexed(self, batches: Batches) -> Batches:
+        """Catch-up batches without the ids the index already holds (a snapshot written after
+        its metadata holds rows newer than the metadata's max_id)."""
+        held = self._ids()
+        for ids, vectors in batches:
+            if held is not None:
+                keep = ~np.isin(ids, held)
+            else:
+                keep = np.ones(len(ids), dtype=bool)
+                with self._lock:
+                    self._index.remove_ids(np.asarray(ids, dtype=np.int64))  # upsert: never twice
+            if keep.any():
+                yield ids[keep], vectors[keep]
 
     def _add_batches(self, batches: Batches, total: Optional[int], label: str) -> int:
         added = 0
@@ -194,19 +236,24 @@ class FaissVectorIndex:
 
 
 class MilvusVectorIndex:
-    """One Milvus collection (id INT64 primary key, vector FLOAT_VECTOR, inner product)."""
+    """One Milvus collection (id INT64 primary key, vector FLOAT_VECTOR, inner product).
+
+    ``token`` or ``user`` + ``password`` authenticate with a Milvus server (the store reads
+    them from the environment, see ``milvus_credentials``)."""
 
     candidates = 256  # result size is what Milvus (Lite especially) pays for
+    _FILTER_IDS = 1000  # ids per "id in [...]" filter
 
-    def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
+    def __init__(self, uri: str, collection: str, dim: int, token: str = "", user: str = "", password: str = ""):
         try:
             from pymilvus import DataType, MilvusClient
         except ImportError as exc:
             raise RuntimeError("backend 'milvus' needs pymilvus (and milvus-lite for a .db uri)") from exc
         if uri.endswith(".db"):
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
+        auth = {k: v for k, v in (("token", token), ("user", user), ("password", password)) if v}
         try:
-            self._client = MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
+            self._client = MilvusClient(uri=uri, **auth)
         except Exception as exc:  # noqa: BLE001
             raise RuntimeError(f"milvus_uri '{uri}': cannot connect: {exc}") from exc
         self.dim = dim
@@ -225,34 +272,71 @@ class MilvusVectorIndex:
                     raise RuntimeError(f"Milvus collection '{collection}' has dim "
                                        f"{fld['params']['dim']}, configuration says {dim}")
         self._client.load_collection(collection)
-        self._count = self._query_count()
+        self._count: Optional[int] = None   # None: read back from Milvus on the next count()
 
     def open(self, generation: int, rows_after, count_rows) -> None:
-        """Milvus is itself durable; add rows SQLite has that Milvus lacks (crash between the two)."""
-        have = self._count
+        """Milvus is itself durable; add the rows SQLite has that Milvus lacks (a crash between
+        the two) and delete the ones SQLite no longer has, without re-sending the others."""
+        have = self.count()
         total_rows = count_rows()
         if have == total_rows:
             return
-        log.warning("Milvus collection %s holds %d vectors, SQLite %d: resynchronising",
-                    self.collection, have, total_rows)
-        self._client.delete(self.collection, filter="id >= 0")
-        self._count = 0
+        log.warning("Milvus collection %s holds %d vectors, SQLite %d: synchronising", self.collection, have,
+                    total_rows)
+        sqlite_ids = []
+        added = 0
         for ids, vectors in rows_after(0):
-            self.add(ids, vectors)
+            sqlite_ids.append(ids)
+            present = self._present(ids)
+            missing = ~np.isin(ids, present)
+            if missing.any():
+                self.add(ids[missing], vectors[missing])
+                added += int(missing.sum())
+        removed = 0
+        if self.count() != total_rows:
+            known = set(np.concatenate(sqlite_ids).tolist()) if sqlite_ids else set()
+            extra = [i for i in self._all_ids() if i not in known]
+            self.remove(np.array(extra, dtype=np.int64))
+            removed = len(extra)
+        log.warning("Milvus collection %s: added %d, removed %d vectors; now %d", self.collection, added,
+                    removed, self.count())
+
+    def _present(self, ids: np.ndarray) -> np.ndarray:
+        found = []
+        for start in range(0, len(ids), self._FILTER_IDS):
+            chunk = ids[start:start + self._FILTER_IDS]
+            rows = self._client.query(self.collection, filter=f"id in [{','.join(str(int(i)) for i in chunk)}]",
+                                      output_fields=["id"])
+            found += [int(r["id"]) for r in rows]
+        return np.array(found, dtype=np.int64)
+
+    def _all_ids(self) -> list[int]:
+        it = self._client.query_iterator(self.collection, batch_size=10_000, filter="id >= 0", output_fields=["id"])
+        out: list[int] = []
+        try:
+            while True:
+                batch = it.next()
+                if not batch:
+                    return out
+                out += [int(r["id"]) for r in batch]
+        finally:
+            it.close()
 
     def add(self, ids, vectors):
+        """Upsert: a row already there is replaced, never counted twice."""
         if len(ids) == 0:
             return
-        rows = [{"id": int(i), "vector": v.tolist()} for i, v in zip(ids, vectors)]
+        rows = [{"id": int(i), "vector": np.asarray(v, np.float32).tolist()} for i, v in zip(ids, vectors)]
         for start in range(0, len(rows), 2000):
             self._client.upsert(self.collection, rows[start:start + 2000])
-        self._count += len(rows)
+        self._count = None
 
     def remove(self, ids):
         ids = [int(i) for i in ids]
         for start in range(0, len(ids), 5000):
             self._client.delete(self.collection, ids=ids[start:start + 5000])
-        self._count = self._query_count()
+        if ids:
+            self._count = None
 
     def search(self, vector, k, subset=None):
         kwargs = {}
@@ -269,10 +353,13 @@ class MilvusVectorIndex:
         return ids, sims
 
     def _query_count(self) -> int:
-        res = self._client.query(self.collection, filter="", output_fields=["count(*)"])
+        res = self._client.query(self.collection, filter="", output_fields=["count(*)"],
+                                 consistency_level="Strong")
         return int(res[0]["count(*)"]) if res else 0
 
     def count(self) -> int:
+        if self._count is None:
+            self._count = self._query_count()
         return self._count
 
     def checkpoint(self, max_id: int, generation: int) -> None:

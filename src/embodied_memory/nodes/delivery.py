@@ -1,0 +1,112 @@
+"""At-least-once delivery between nodes: a sender keeps every record until its receiver
+acknowledges it, and sends it again to a receiver that (re)appears.
+
+The memory acknowledges each observation (``embodied_memory_interfaces/Ack`` on
+``/memory/acks``: stored, duplicate or rejected); perception acknowledges the keyframes it had
+to drop. The frame selector keeps unacknowledged keyframes and perception unacknowledged
+observations; when the number of subscribers of their topic grows (a crashed node was
+respawned) everything unacknowledged is sent again, and anything unacknowledged for
+``resend_after_s`` is sent again too (a message lost in a full queue). Inserts are idempotent on
+the id, so a record sent twice is stored once. What cannot be kept (more than ``max_unacked``)
+is dropped oldest first and counted.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import Callable
+
+from embodied_memory_interfaces.msg import Ack
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from .health import NodeHealth
+
+ACK_STATUS = {Ack.STORED: "stored", Ack.DUPLICATE: "duplicate", Ack.REJECTED: "rejected", Ack.DROPPED: "dropped"}
+
+
+def ack_qos() -> QoSProfile:
+    return QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class AckPublisher:
+    """The receiver's side: one Ack per record."""
+
+    def __init__(self, node: Node, topic: str):
+        self._node = node
+        self._pub = node.create_publisher(Ack, topic, ack_qos())
+
+    def send(self, record_id: str, status: int, reason: str = "") -> None:
+        self._pub.publish(Ack(stamp=self._node.get_clock().now().to_msg(), sender=self._node.get_name(),
+                              id=record_id, status=status, reason=reason[:500]))
+
+
+class AcknowledgedPublisher:
+    """The sender's side: publishes records and keeps each until an Ack names its id."""
+
+    def __init__(self, node: Node, msg_type, topic: str, qos: QoSProfile, *, acks_topic: str,
+                 health: NodeHealth, id_of: Callable[[object], str], what: str,
+                 max_unacked: int = 500, resend_after_s: float = 60.0, resend_batch: int = 20,
+                 period_s: float = 0.25):
+        self._node, self._health, self._id_of, self.what = node, health, id_of, what
+        self.max_unacked, self.resend_after_s, self.resend_batch = max_unacked, resend_after_s, resend_batch
+        self._pub = node.create_publisher(msg_type, topic, qos)
+        self._lock = threading.Lock()
+        self._unacked: OrderedDict[str, list] = OrderedDict()   # id -> [msg, last sent (monotonic)]
+        self._subscribers = 0
+        node.create_subscription(Ack, acks_topic, health.guard(self._on_ack, "ack"), ack_qos())
+        node.create_timer(period_s, health.guard(self._tick, f"{what} resend"))
+        health.gauges[f"{what}s_unacknowledged"] = lambda: len(self._unacked)
+
+    @property
+    def unacknowledged(self) -> int:
+        return len(self._unacked)
+
+    def get_subscription_count(self) -> int:
+        return self._pub.get_subscription_count()
+
+    def publish(self, msg) -> None:
+        key = self._id_of(msg)
+        with self._lock:
+            self._unacked[key] = [msg, time.monotonic()]
+            self._unacked.move_to_end(key)
+            evicted = 0
+            while len(self._unacked) > self.max_unacked:
+                self._unacked.popitem(last=False)
+                evicted += 1
+        if evicted:
+            self._health.drop(f"{self.what}_unacknowledged_overflow", f"{evicted} unacknowledged {self.what}(s)", evicted)
+        self._pub.publish(msg)
+        self._health.count(f"{self.what}s_sent")
+
+    def _on_ack(self, ack: Ack) -> None:
+        with self._lock:
+            found = self._unacked.pop(ack.id, None) is not None
+        if found:
+            self._health.count(f"{self.what}s_{ACK_STATUS.get(ack.status, 'acknowledged')}")
+            if ack.status in (Ack.REJECTED, Ack.DROPPED):
+                self._health.drop(f"{self.what}_{ACK_STATUS[ack.status]}_by_{ack.sender or 'receiver'}",
+                                  f"{self.what} {ack.id} ({ack.reason})")
+
+    def _tick(self) -> None:
+        subscribers = self._pub.get_subscription_count()
+        now = time.monotonic()
+        with self._lock:
+            if subscribers > self._subscribers and self._unacked:
+                self._node.get_logger().info(
+                    f"a {self.what} receiver appeared ({subscribers} now): sending {len(self._unacked)} "
+                    f"unacknowledged {self.what}(s) again")
+                for entry in self._unacked.values():
+                    entry[1] = 0.0   # due now
+            self._subscribers = subscribers
+            if subscribers == 0:
+                return
+            due = [entry for entry in self._unacked.values() if now - entry[1] >= self.resend_after_s]
+            due = due[:self.resend_batch]
+            for entry in due:
+                entry[1] = now
+        for msg, _ in due:
+            self._pub.publish(msg)
+        if due:
+            self._health.count(f"{self.what}s_resent", len(due))

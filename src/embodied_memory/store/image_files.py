@@ -1,0 +1,61 @@
+"""Keyframe images are written only for observations the store accepts.
+
+Perception hands over each keyframe as JPEG bytes (``Observation.image_jpeg``); this writes
+them under ``<data_dir>/images/<episode>/<observation>.jpg`` as ``*.partial`` files, inserts
+the batch, then renames the files of stored observations and removes the others (rejected,
+or already stored). A crash between insert and rename leaves only ``*.partial`` files, which
+:func:`sweep_partial_images` removes at start-up.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+from ..types import Observation
+
+log = logging.getLogger(__name__)
+PARTIAL = ".partial"
+
+
+def image_path_for(images_dir: Path, obs: Observation, ext: str = "jpg") -> Path:
+    safe = lambda text: text.replace("/", "_")  # noqa: E731 - ids may hold '/'
+    return images_dir / safe(obs.episode_id) / f"{safe(obs.observation_id)}.{ext}"
+
+
+def insert_with_images(store, observations: Sequence[Observation]):
+    """``store.insert_batch`` for observations that may carry ``image_jpeg``; returns its result."""
+    partial: dict[str, tuple[Path, Path]] = {}
+    try:
+        for obs in observations:
+            if obs.image_jpeg and not obs.image_path:
+                final = image_path_for(store.images_dir, obs)
+                tmp = final.with_name(final.name + PARTIAL)
+                tmp.parent.mkdir(parents=True, exist_ok=True)
+                tmp.write_bytes(obs.image_jpeg)
+                partial[obs.observation_id] = (tmp, final)
+                obs.image_path = str(final)
+        result = store.insert_batch(observations)
+        stored = set(result.stored)
+        for obs_id, (tmp, final) in partial.items():
+            if obs_id in stored:
+                tmp.replace(final)
+            else:
+                tmp.unlink(missing_ok=True)
+        partial.clear()
+        return result
+    finally:
+        for tmp, _final in partial.values():   # the insert raised: nothing was stored
+            tmp.unlink(missing_ok=True)
+
+
+def sweep_partial_images(images_dir: Path) -> int:
+    """Remove images left half-written by a crash; returns how many."""
+    removed = 0
+    if images_dir.is_dir():
+        for path in images_dir.rglob(f"*{PARTIAL}"):
+            path.unlink(missing_ok=True)
+            removed += 1
+    if removed:
+        log.info("removed %d half-written images under %s", removed, images_dir)
+    return removed
