@@ -60,7 +60,8 @@ FALLBACK_FAULTS = {
     "arguments_a_list": tool_call("semantic_observations", "[1, 2, 3]"),
     "arguments_1mb": tool_call("semantic_observations", json.dumps({"query": "x" * 1_000_000})),
     "arguments_an_object": _completion_with({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "semantic_observations", "arguments": {"query": "mug"}}}]}),
+        {"id": "c1", "type": "function",
+         "function": {"name": "semantic_observations", "arguments": {"query": "mug"}}}]}),
     "tool_call_without_name": _completion_with({"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"arguments": "{}"}}]}),
     "endless_valid_tool_calls": tool_call("semantic_observations", {"query": "red mug"}),

@@ -145,3 +145,31 @@ def test_full_context_baseline_puts_every_description_in_one_prompt(store):
     prompt = messages_of(llm.requests[0], "system")[0]["content"]
     assert "a red mug on the kitchen counter" in prompt and "meeting room" not in prompt  # only up to as_of
     assert "tools" not in llm.requests[0] and ans.planner == "full_context" and ans.tokens_in == 200
+
+
+def test_history_tools_return_the_recent_end_and_honour_order(store):
+    script = [tool_call("person_observations", {"person": "alice"}),
+              tool_call("person_observations", {"person": "alice", "order": "oldest"}, "call_2"),
+              tool_call("waypoint_observations", {"waypoint": "kitchen", "order": "sideways"}, "call_3"), FINAL]
+    with ScriptedLLM(script) as llm:
+        agent(store, llm).ask("When did you last see alice?", as_of=NOW)
+    specs = {t["function"]["name"]: t["function"] for t in llm.requests[0]["tools"]}
+    for name in ("person_observations", "waypoint_observations"):
+        order = specs[name]["parameters"]["properties"]["order"]
+        assert order["enum"] == ["newest", "oldest"] and "default" in order["description"]
+    newest, oldest, bad = (m["content"] for m in messages_of(llm.requests[-1], "tool"))
+    assert newest.index('"o2"') < newest.index('"o0"') and oldest.index('"o0"') < oldest.index('"o2"')
+    assert "order" in bad and "sideways" in bad
+
+
+def test_every_tool_sees_only_the_past(store):
+    """Asked at 08:30 on day 1: bob (first seen 09:00) and later waypoints do not exist yet."""
+    script = [tool_call("persons_per_day", {"date": "2026-03-10"}),
+              tool_call("current_state", {}, "call_2"),
+              tool_call("daily_summary", {"date": "2026-03-10", "person": "alice"}, "call_3"), FINAL]
+    with ScriptedLLM(script) as llm:
+        ans = agent(store, llm).ask("Who was here today?", as_of=T0 + 0.5 * HOUR)
+    per_day, state, summary = (m["content"] for m in messages_of(llm.requests[-1], "tool"))
+    assert '"alice"' in per_day and "bob" not in per_day
+    assert "bob" not in state and "corridor" not in state and "kitchen" in state
+    assert '"sightings":1' in summary.replace(" ", "") and ans.tool_calls == 3

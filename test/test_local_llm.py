@@ -26,8 +26,10 @@ def test_real_model_runs_the_loop_to_a_typed_answer(local_llm, tmp_path):
     agent = QueryAgent(StoreMemoryClient(store), AgentParams(planner="llm", llm_base_url=local_llm.base_url,
                                                              function_call_limit=3, llm_max_tokens=200))
     ans = agent.ask("Where did you last see the red mug?", as_of=T0 + 27 * HOUR)
-    # SmolLM2-135M is weak: whatever it says, the agent must return a well-formed answer
-    assert ans.planner == "llm" and ans.status in ("ok", "no_answer")
+    # SmolLM2-135M is weak: whatever it says, the agent must return a well-formed answer (the
+    # rules planner's, noted, when the model gives nothing usable; its tokens are still counted)
+    assert (ans.planner, ans.status) in {("llm", "ok"), ("llm", "no_answer"), ("rules (fallback)", "ok"),
+                                         ("rules (fallback)", "no_answer")}
     assert ans.tokens_in > 200 and ans.tokens_out > 0 and 0 <= ans.tool_calls <= 3
     assert ans.to_json()
     print(ans.summary())

@@ -57,3 +57,21 @@ def test_ask_service_between_processes(stack, ros_context):
     printed = json.loads(proc.stdout)
     assert printed["persons"] == ["alice"] and printed["planner"] == "rules"
     node.destroy_node()
+
+
+def test_cli_ask_waits_for_the_agents_worst_case():
+    from embodied_memory.agent.query_agent import AgentParams
+    from embodied_memory.cli import ask_timeout_s, build_parser
+    from embodied_memory.config import ConfigError, parse_params
+    from embodied_memory.params import QueryAgentNodeParams
+    defaults = AgentParams()
+    worst = defaults.llm_timeout_s * (defaults.function_call_limit + 1)
+    assert defaults.question_timeout() == worst
+    assert AgentParams(question_timeout_s=30.0).question_timeout() == 30.0
+    assert build_parser().parse_args(["ask", "q"]).timeout is None
+    assert ask_timeout_s() > QueryAgentNodeParams().answer_wait_s() > worst
+    assert ask_timeout_s(12.5) == 12.5
+    with pytest.raises(ConfigError, match="max_concurrent_questions"):
+        parse_params(QueryAgentNodeParams, {"max_concurrent_questions": 0}, "query_agent")
+    with pytest.raises(ConfigError, match="question_timeout_s"):
+        parse_params(QueryAgentNodeParams, {"question_timeout_s": -1.0}, "query_agent")

@@ -288,7 +288,8 @@ def answer_from_model(obj: Any, now: float, tz: ZoneInfo, planner: str) -> Answe
     waypoint = obj.get("waypoint", "") or ""
     ans.waypoint = waypoint if isinstance(waypoint, str) else ""
     evidence = obj.get("evidence", [])
-    ans.evidence = [str(e) for e in evidence[:MAX_IDS] if isinstance(e, (str, int))] if isinstance(evidence, list) else []
+    ans.evidence = [str(e) for e in evidence[:MAX_IDS] if isinstance(e, (str, int)) and not isinstance(e, bool)
+                    ] if isinstance(evidence, list) else []
     conf = obj.get("confidence")
     if isinstance(conf, (int, float)) and not isinstance(conf, bool) and 0 <= conf <= 1:
         ans.confidence = float(conf)

@@ -62,6 +62,7 @@ class FullContextPlanner:
             ans = no_answer(f"context length exceeded: {exc}", self.name)
             ans.tokens_in = estimate_tokens(system)
             return ans
+        tools.tokens_in, tools.tokens_out = tools.tokens_in + result.tokens_in, tools.tokens_out + result.tokens_out
         objects = [o for o in extract_json_objects(result.content) if isinstance(o, dict)]
         ans = (answer_from_model(objects[-1], tools.now, tools.tz, self.name) if objects
                else Answer(text=result.content.strip(), planner=self.name, error="the model answered in prose"))

@@ -18,7 +18,8 @@ import logging
 import uuid
 from typing import Optional
 
-from ..llm.chat_client import BadResponse, ChatClient, ChatResult, ContextLengthExceeded, EndpointUnavailable, ToolCall
+from ..llm.chat_client import (BadResponse, ChatClient, ChatResult, ContextLengthExceeded, EndpointUnavailable,
+                               ToolCall)
 from ..llm.images import image_data_url
 from .answer import STATUS_NO_ANSWER, Answer, answer_from_model, extract_json_objects, no_answer
 from .prompts import FINAL_IMAGES, FINAL_NOW, RULES_HEADER, SYSTEM
@@ -71,7 +72,6 @@ class LLMPlanner:
         messages: list[dict] = [
             {"role": "system", "content": SYSTEM.format(now=now_iso, tz=tz_name, limit=self.limit, rules=rules_text)},
             {"role": "user", "content": question}]
-        tokens = [0, 0]
         specs = tools.specs()
         images_shown = False
 
@@ -86,8 +86,8 @@ class LLMPlanner:
                     raise OutOfTime(f"the model call was cut at the deadline after {len(tools.calls)} tool calls "
                                     f"({exc})") from exc
                 raise
-            tokens[0] += result.tokens_in
-            tokens[1] += result.tokens_out
+            tools.tokens_in += result.tokens_in
+            tools.tokens_out += result.tokens_out
             return result
 
         try:
@@ -117,7 +117,7 @@ class LLMPlanner:
                         f"{c.name}: {result_text(self._run(tools, c))}" for c in calls)})
         except ContextLengthExceeded as exc:
             ans = no_answer(f"context length exceeded: {exc}", self.name)
-            ans.tokens_in, ans.tokens_out = tokens
+            ans.tokens_in, ans.tokens_out = tools.tokens_in, tools.tokens_out
             return ans
         objects = [o for o in extract_json_objects(result.content) if isinstance(o, dict)]
         answers = [o for o in objects if not ({"name", "arguments"} <= set(o))]
@@ -132,7 +132,7 @@ class LLMPlanner:
                          error="the model answered in prose, not JSON")
         else:
             raise BadResponse(f"the model gave no answer after {len(tools.calls)} tool calls")
-        ans.tokens_in, ans.tokens_out = tokens
+        ans.tokens_in, ans.tokens_out = tools.tokens_in, tools.tokens_out
         return ans
 
     @staticmethod

@@ -149,23 +149,26 @@ class QueryAgent:
             rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
             ans = chosen.answer(question, tools, rules, now_iso, self.params.timezone)
         except EndpointUnavailable as exc:
-            return self._fallback(question, now, now_iso, f"llm endpoint unavailable: {exc}")
+            return self._fallback(question, now, now_iso, f"llm endpoint unavailable: {exc}", tools)
         except BadResponse as exc:
-            return self._fallback(question, now, now_iso, f"llm endpoint gave no usable answer: {exc}")
+            return self._fallback(question, now, now_iso, f"llm endpoint gave no usable answer: {exc}", tools)
         except OutOfTime as exc:
-            return self._fallback(question, now, now_iso, f"llm planner out of time ({budget:.0f} s): {exc}")
+            return self._fallback(question, now, now_iso, f"llm planner out of time ({budget:.0f} s): {exc}", tools)
         except LLMError as exc:
-            return self._fallback(question, now, now_iso, f"llm error: {exc}")
+            return self._fallback(question, now, now_iso, f"llm error: {exc}", tools)
         except ValueError as exc:
             return Answer(status=STATUS_ERROR, error=str(exc), planner=requested), tools
         return ans, tools
 
-    def _fallback(self, question: str, now: float, now_iso: str, reason: str) -> tuple[Answer, ToolBox]:
+    def _fallback(self, question: str, now: float, now_iso: str, reason: str,
+                  failed: ToolBox) -> tuple[Answer, ToolBox]:
+        """The rules planner's answer, noted; the tokens the model spent are kept in it."""
         log.warning("%s: answering with the rules planner", reason)
         tools = ToolBox(self.memory, now, self.tz, self.navigate)
         ans = self._rules_planner().answer(question, tools, [], now_iso, self.params.timezone)
         ans.planner = FALLBACK
         ans.note(reason)
+        ans.tokens_in, ans.tokens_out = failed.tokens_in, failed.tokens_out
         return ans, tools
 
     def _rules(self, question: str) -> list[dict]:

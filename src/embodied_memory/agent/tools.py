@@ -143,6 +143,8 @@ class ToolBox:
     evidence: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     deadline: Optional[float] = None       # time.monotonic() by which the question must be answered
+    tokens_in: int = 0                     # model tokens spent on the question (planners add theirs)
+    tokens_out: int = 0
 
     def remaining(self) -> float:
         """Seconds left until the deadline (inf without one)."""

@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from ..calendar_windows import day_window
 from ..params import StoreParams
 from ..types import Episode, Identity, Observation, SemanticRule, as_vector
 from .errors import (InsertResult, InvalidArgumentError, InvalidRecordError, StoreError, StoreWriteError,
@@ -840,9 +841,7 @@ class MemoryStore:
             day = dt.date.fromisoformat(date)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"date {date!r}: expected YYYY-MM-DD") from exc
-        start = dt.datetime.combine(day, dt.time(0), tzinfo=self.tz)
-        end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(0), tzinfo=self.tz)
-        return start.timestamp(), end.timestamp()
+        return day_window(day, self.tz)
 
     def _newest(self) -> Optional[float]:
         return self._conn().execute("SELECT MAX(t) FROM observations").fetchone()[0]
