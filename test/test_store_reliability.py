@@ -409,3 +409,21 @@ def test_milvus_upsert_does_not_drift_and_open_only_syncs_what_is_missing(tmp_pa
         assert store.stats()["vectors"]["text"] == 6
     assert "synchronising" not in caplog.text                      # in step: no resync on open
     store.close()
+
+
+def test_an_empty_person_names_nobody(tmp_path):
+    """Identities without a display name have '' as their name: '' must not select one (a
+    forget request with an empty id once forgot a real person)."""
+    from embodied_memory.params import StoreParams
+    from embodied_memory.store import UnknownPersonError, open_store
+    from embodied_memory.types import Observation, PersonSighting, Pose
+    store = open_store(StoreParams(data_dir=str(tmp_path / "s"), text_embedder="hash"))
+    try:
+        store.insert([Observation("o1", 1_800_000_000.0, "ep", Pose(0, 0, 0, 0), description="someone",
+                                  people=[PersonSighting((0, 0, 1, 1), "person_0001", 0.9)])])
+        for empty in ("", "  "):
+            with pytest.raises(UnknownPersonError):
+                store.forget_identity(empty)
+        assert store.people()[0]["person"] == "person_0001"
+    finally:
+        store.close()

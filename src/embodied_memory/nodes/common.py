@@ -44,6 +44,16 @@ def keyframe_qos():
     return QoSProfile(depth=KEYFRAME_QOS_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
 
 
+SERVICE_QUEUE_DEPTH = 1000
+
+
+def service_qos():
+    """Services and their clients: the default depth (10) loses requests or replies when many
+    are outstanding at once; these are small, so keep them all."""
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SERVICE_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+
+
 def forgotten_qos():
     """Forget requests are small and must reach a perception node that starts later."""
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy

@@ -9,6 +9,8 @@ from embodied_memory_interfaces.srv import QueryMemory
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from .common import service_qos
+
 
 class MemoryServiceError(RuntimeError):
     pass
@@ -19,7 +21,8 @@ class RosMemoryClient:
     multi-threaded executor: it waits on an event, not on the executor)."""
 
     def __init__(self, node: Node, service: str, timeout_s: float):
-        self._client = node.create_client(QueryMemory, service, callback_group=ReentrantCallbackGroup())
+        self._client = node.create_client(QueryMemory, service, qos_profile=service_qos(),
+                                          callback_group=ReentrantCallbackGroup())
         self.service = service
         self.timeout_s = timeout_s
 

@@ -31,7 +31,7 @@ from ..params import MemoryNodeParams, StoreParams
 from ..store import open_store
 from ..store.errors import StoreError, StoreWriteError
 from ..store.image_files import insert_with_images, sweep_partial_images
-from .common import forgotten_qos, node_params, run_node, to_time_msg
+from .common import forgotten_qos, node_params, run_node, service_qos, to_time_msg
 from .conversions import grid_from_msg, observation_from_msg
 from .delivery import AckPublisher
 from .health import NodeHealth
@@ -61,13 +61,13 @@ class MemoryNode(Node):
         self.create_subscription(EpisodeMap, p.episode_maps_topic, h.guard(self._on_episode_map, "episode map"),
                                  QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)
         self.create_service(QueryMemory, "/memory/query", h.guard_service(self._on_query, "query"),
-                            callback_group=reads)
+                            qos_profile=service_qos(), callback_group=reads)
         self.create_service(GetMemoryStats, "/memory/stats", h.guard_service(self._on_stats, "stats"),
-                            callback_group=reads)
+                            qos_profile=service_qos(), callback_group=reads)
         self.create_service(Forget, "/memory/forget", h.guard_service(self._on_forget, "forget"),
-                            callback_group=writes)
+                            qos_profile=service_qos(), callback_group=writes)
         self.create_service(NameIdentity, "/memory/name_identity", h.guard_service(self._on_name, "name_identity"),
-                            callback_group=writes)
+                            qos_profile=service_qos(), callback_group=writes)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
         self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, latched)

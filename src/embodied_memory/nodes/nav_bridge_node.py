@@ -14,6 +14,7 @@ Every backend gives feedback and honours cancellation, a timeout (goal ``timeout
 from __future__ import annotations
 
 import threading
+import math
 import time
 
 from embodied_memory_interfaces.action import NavigateToWaypoint
@@ -64,7 +65,7 @@ class NavBridgeNode(Node):
             self._odom_pub = self.create_publisher(Odometry, p.sim_odom_topic, 10)
             self.create_timer(1.0 / p.sim_rate_hz, self._publish_sim_odom, callback_group=self._group)
         self._server = ActionServer(self, NavigateToWaypoint, p.action_name, execute_callback=self._execute,
-                                    goal_callback=lambda _g: GoalResponse.ACCEPT,
+                                    goal_callback=self._on_goal,
                                     cancel_callback=lambda _g: CancelResponse.ACCEPT,
                                     handle_accepted_callback=self._accepted, callback_group=self._group)
         self.get_logger().info(f"navigation bridge on {p.action_name}: backend {p.backend}, "
@@ -80,6 +81,19 @@ class NavBridgeNode(Node):
         self._odom_pub.publish(msg)
 
     # -- goal bookkeeping ----------------------------------------------------------------------
+    def _on_goal(self, goal) -> GoalResponse:
+        """Reject a goal no base could follow (NaN/inf pose or timeout, absurd ids) at once."""
+        p, q = goal.pose.pose.position, goal.pose.pose.orientation
+        numbers = (p.x, p.y, p.z, q.x, q.y, q.z, q.w, goal.timeout_s)
+        problem = ("pose or timeout has NaN/inf" if not all(math.isfinite(v) for v in numbers) else
+                   "timeout_s is negative" if goal.timeout_s < 0 else
+                   "waypoint_id or verify_person_id is longer than 256 characters"
+                   if max(len(goal.waypoint_id), len(goal.verify_person_id)) > 256 else "")
+        if problem:
+            self.get_logger().warning(f"rejected a navigation goal: {problem}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
     def _accepted(self, goal_handle: ServerGoalHandle) -> None:
         with self._lock:
             if self._active is not None and self._active.is_active:
@@ -125,7 +139,12 @@ class NavBridgeNode(Node):
                 goal_handle.canceled()
             else:
                 goal_handle.abort()
-            self.get_logger().warning(f"goal {goal.waypoint_id or 'pose'}: {exc}")
+            self.get_logger().warning(f"goal {goal.waypoint_id[:80] or 'pose'}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - no goal may stop the bridge: it fails, the bridge serves on
+            result.success, result.error_code = False, R.ERROR_BACKEND_UNAVAILABLE
+            result.message = f"{type(exc).__name__}: {exc}"[:500]
+            goal_handle.abort()
+            self.get_logger().error(f"goal {goal.waypoint_id[:80] or 'pose'} failed: {result.message}")
         finally:
             self._preempted.discard(id(goal_handle))
         result.elapsed_s = time.monotonic() - start

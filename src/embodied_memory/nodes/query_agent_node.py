@@ -22,19 +22,16 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from embodied_memory_interfaces.srv import Ask
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..agent.answer import STATUS_ERROR, Answer
 from ..agent.query_agent import AgentParams, QueryAgent
 from ..params import ANSWER_GRACE_S, MAX_ADMITTED_QUESTIONS, QueryAgentNodeParams
-from .common import from_time_msg, node_params, run_node
+from .common import from_time_msg, node_params, run_node, service_qos
 from .conversions import answer_to_msg
-from .health import guard_service
+from .health import NodeHealth
 from .memory_client import RosMemoryClient
 
 SPARE_THREADS = 8            # executor threads beyond the admitted questions: memory replies, busy answers
-ASK_QUEUE_DEPTH = 1000       # requests the middleware holds until a callback takes them (a burst of 50
-                             # must not be dropped before it is answered, even if only with "busy:")
 
 
 class QueryAgentNode(Node):
@@ -53,10 +50,11 @@ class QueryAgentNode(Node):
         self._lock = threading.Lock()
         self._admitted = 0               # running + waiting for a slot
         self._pool = ThreadPoolExecutor(self.params.max_concurrent_questions, thread_name_prefix="question")
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=ASK_QUEUE_DEPTH,
-                         reliability=ReliabilityPolicy.RELIABLE)
-        self.create_service(Ask, self.params.ask_service, guard_service(self, self._on_ask, "ask"),
-                            qos_profile=qos, callback_group=ReentrantCallbackGroup())
+        self.health = NodeHealth(self)
+        self.health.gauges["questions_admitted"] = lambda: self._admitted
+        self.health.gauges["questions_capacity"] = lambda: self.capacity
+        self.create_service(Ask, self.params.ask_service, self.health.guard_service(self._on_ask, "ask"),
+                            qos_profile=service_qos(), callback_group=ReentrantCallbackGroup())
         mode = self.params.planner if self.params.planner != "auto" else ("llm" if self.agent.client else "rules")
         self.get_logger().info(
             f"answering on {self.params.ask_service} with the {mode} planner "
@@ -80,6 +78,7 @@ class QueryAgentNode(Node):
             if not busy:
                 self._admitted += 1
         if busy:
+            self.health.drop("busy", "a question (all slots and queue places taken)")
             answer = Answer(status=STATUS_ERROR, planner=planner, error=(
                 f"busy: {self.capacity} questions are being answered or waiting (max_concurrent_questions "
                 f"{self.params.max_concurrent_questions} + max_queued_questions "

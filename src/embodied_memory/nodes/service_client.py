@@ -9,6 +9,8 @@ import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
+from .common import service_qos
+
 
 class ServiceCallError(RuntimeError):
     pass
@@ -22,7 +24,7 @@ def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: 
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     try:
-        client = node.create_client(srv_type, name)
+        client = node.create_client(srv_type, name, qos_profile=service_qos())
         if not client.wait_for_service(timeout_sec=wait_s):
             raise ServiceCallError(f"service {name} is not available (is the stack running? "
                                    f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})")

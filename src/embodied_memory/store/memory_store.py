@@ -649,10 +649,13 @@ class MemoryStore:
         return np.fromiter((r[0] for r in rows), dtype=np.int64)
 
     def resolve_person(self, person: str) -> str:
-        """An identity id from an id or an operator-given display name (case-insensitive)."""
+        """An identity id from an id or an operator-given display name (case-insensitive).
+        An empty name names nobody (identities without a display name have '')."""
+        person = person.strip() if isinstance(person, str) else ""
         row = self._conn().execute(
-            "SELECT identity_id FROM identities WHERE identity_id=? OR lower(display_name)=lower(?) "
-            "ORDER BY identity_id=? DESC LIMIT 1", (person, person, person)).fetchone()
+            "SELECT identity_id FROM identities WHERE identity_id=? OR (display_name != '' AND "
+            "lower(display_name)=lower(?)) ORDER BY identity_id=? DESC LIMIT 1", (person, person, person)).fetchone() \
+            if person else None
         if row is None:
             raise UnknownPersonError(f"unknown person {person!r}: no identity with that id or name "
                                      f"(known: {', '.join(i.identity_id for i in self.identities()[:20]) or 'none'})")
