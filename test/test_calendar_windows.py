@@ -122,3 +122,18 @@ def test_question_generator_days_follow_the_zone_the_questions_are_asked_in(zone
     assert times == [utc(2026, 10, 25, 22, 30)] and "yesterday" in phrases[0]
     durations = [q for q in questions if q.type == "duration" and "Alice" in q.question]
     assert durations and "yesterday" in durations[0].question
+
+
+def test_a_clock_time_later_than_now_is_yesterday_at_that_wall_clock_time():
+    """parse_time('15:00') asked at 10:00 on the day after the spring change is 15:00 local on
+    the change day (13:00 UTC), not 24 h before today's 15:00 (an hour off)."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    from embodied_memory.agent.answer import parse_time
+    zurich = ZoneInfo("Europe/Zurich")
+    now = dt.datetime(2026, 3, 30, 10, 0, tzinfo=zurich).timestamp()
+    t = parse_time("15:00", now, zurich)
+    assert t == dt.datetime(2026, 3, 29, 13, 0, tzinfo=dt.timezone.utc).timestamp()
+    assert parse_time("09:30", now, zurich) == dt.datetime(2026, 3, 30, 7, 30, tzinfo=dt.timezone.utc).timestamp()
+    assert parse_time("12:75", now, zurich) is None

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 from zoneinfo import ZoneInfo
 
+from ..calendar_windows import clock_time, local_date
+
 ANSWER_TYPES = ("text", "binary", "position", "time", "duration", "persons", "waypoint")
 STATUS_OK, STATUS_NO_ANSWER, STATUS_ERROR = "ok", "no_answer", "error"
 STATUSES = (STATUS_OK, STATUS_NO_ANSWER, STATUS_ERROR)
@@ -225,10 +227,13 @@ def parse_time(value: Any, now: float, tz: ZoneInfo) -> Optional[float]:
     try:
         m = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?", text)
         if m:
-            today = dt.datetime.fromtimestamp(now, tz=tz).date()
-            t = dt.datetime.combine(today, dt.time(int(m.group(1)) % 24, int(m.group(2)), int(m.group(3) or 0)),
-                                    tzinfo=tz).timestamp()
-            t = t - 86400 if t > now + 60 else t
+            today = local_date(now, tz)
+            hour, minute, second = int(m.group(1)) % 24, int(m.group(2)), int(m.group(3) or 0)
+            if minute > 59 or second > 59:
+                return None
+            t = clock_time(today, hour, minute, tz, second)
+            if t > now + 60:   # a clock time later than now meant yesterday (a calendar day back)
+                t = clock_time(today - dt.timedelta(days=1), hour, minute, tz, second)
         else:
             parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
             if parsed.tzinfo is None:

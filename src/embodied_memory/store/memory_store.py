@@ -430,9 +430,9 @@ class MemoryStore:
         sightings and regions is atomic.
 
         Rejected (reason in ``rejected``, counted per kind in ``self.rejections``): NaN/inf
-        poses or boxes, wrong embedding sizes, oversized or non-UTF-8 text, timestamps older
-        than the episode's last record, invalid ids.  Already stored ids (a re-send) are
-        ``duplicates``.  Sightings of forgotten identities (or their aliases) are dropped
+        poses or boxes, wrong embedding sizes, oversized or non-UTF-8 text, invalid ids or
+        stamps.  Records may come out of time order (resends after a restart).  Already stored
+        ids (a re-send) are ``duplicates``.  Sightings of forgotten identities (or their aliases) are dropped
         (``sightings_dropped``), the rest of the observation is stored.  Raises
         StoreWriteError (nothing written) when the data directory cannot be written.
         """
@@ -502,7 +502,10 @@ class MemoryStore:
                 for obs in fresh:
                     for sighting in obs.people:
                         sighting.identity_id = aliases.get(sighting.identity_id, sighting.identity_id)
+            # records may arrive out of time order (a sender resends what a restarted node never
+            # acknowledged): every query orders by time, so a late record is simply stored
             last_stamp: dict[str, Optional[float]] = {}
+            first_stamp: dict[str, float] = {}
             known_episodes: set[str] = set()
             now = time.time()
             for obs in fresh:
@@ -512,12 +515,6 @@ class MemoryStore:
                     last_stamp[obs.episode_id] = row[0] if row else None
                     if row is not None:
                         known_episodes.add(obs.episode_id)
-                previous = last_stamp[obs.episode_id]
-                if previous is not None and obs.stamp < previous:
-                    self._reject(result, obs, InvalidRecordError(
-                        f"stamp {obs.stamp:.3f} is older than the last record of episode {obs.episode_id!r} "
-                        f"({previous:.3f}); timestamps must not go back", kind="stamp_went_back"))
-                    continue
                 conn.execute("SAVEPOINT obs")
                 try:
                     if obs.episode_id not in known_episodes:
@@ -532,7 +529,9 @@ class MemoryStore:
                     continue
                 conn.execute("RELEASE obs")
                 known_episodes.add(obs.episode_id)
-                last_stamp[obs.episode_id] = obs.stamp
+                previous = last_stamp[obs.episode_id]
+                last_stamp[obs.episode_id] = obs.stamp if previous is None else max(previous, obs.stamp)
+                first_stamp[obs.episode_id] = min(first_stamp.get(obs.episode_id, obs.stamp), obs.stamp)
                 if text_vec is not None:
                     new_vectors["text"].append((row_id, text_vec))
                 if image_vec is not None:
@@ -542,8 +541,9 @@ class MemoryStore:
                 inserted_times.append(obs.stamp)
             for episode_id, stamp in last_stamp.items():
                 if stamp is not None and episode_id in known_episodes:
-                    conn.execute("UPDATE episodes SET last_stamp=MAX(last_stamp, ?), "
-                                 "end=MAX(COALESCE(end, 0), ?) WHERE episode_id=?", (stamp, stamp, episode_id))
+                    conn.execute("UPDATE episodes SET last_stamp=MAX(last_stamp, ?), end=MAX(COALESCE(end, 0), ?), "
+                                 "start=MIN(start, ?) WHERE episode_id=?",
+                                 (stamp, stamp, first_stamp.get(episode_id, stamp), episode_id))
         # committed (durable): now the in-memory indexes; a crash here is repaired on open
         result.sightings_dropped = sum(dropped[i] for i in result.stored)
         if result.sightings_dropped:
