@@ -50,7 +50,7 @@ def test_labelled_faces_cluster_into_the_right_identities(faces, tmp_path):
     assert len(set(ids[:2])) == 2 and ids[2] not in sum(truth_to_ids.values(), [])
 
     # ids survive a restart
-    manager.save()
+    manager.close()
     again = IdentityManager(path=tmp_path / "ids")
     obama = faces.detect(cv2.imread(str(root / "train" / "obama" / "obama2.jpg")))[0]
     assert again.assign(obama.embedding).identity_id == truth_to_ids["obama"][0]
@@ -89,6 +89,12 @@ def test_faceless_sightings_use_reid_under_a_threshold():
     assert manager.assign(None, reid_embedding=body).identity_id == ""
 
 
+def _kill(manager):
+    """What kill -9 leaves: no save(), the journal as written so far, the lock released."""
+    manager._journal.flush()
+    manager._lock_file.close()
+
+
 def _people(rng, n_people=4, dim=128):
     centres = rng.normal(size=(n_people, dim))
     return lambda who: centres[who] + 0.15 * rng.normal(size=dim)
@@ -105,18 +111,34 @@ def test_identity_state_survives_kill_without_save(tmp_path):
     crashed.save()                                   # a snapshot early, then only the journal
     first = [crashed.assign(f).identity_id for f in sequence]
     assert len(set(first)) == 4
-    # no save(), no close(): as after kill -9
+    _kill(crashed)
     restarted = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
     assert restarted.identities == crashed.identities
     for who in range(4):
         assert restarted.assign(face_of(who)).identity_id == first[who]
     newcomer = restarted.assign(rng.normal(size=128) * 5).identity_id
     assert newcomer not in first                      # never issued twice
+    _kill(restarted)
     # a torn last journal line (the crash hit mid-write) is ignored, the rest replayed
     with open(tmp_path / "ids" / "identities.journal", "a") as journal:
         journal.write('{"face": [0.1, 0.2')
     again = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
     assert newcomer in again.identities and set(first) <= set(again.identities)
+    # ... and does not spoil the next recovery: more ids, another kill, all of them come back
+    later = again.assign(rng.normal(size=128) * 5).identity_id
+    _kill(again)
+    last = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
+    assert {newcomer, later} <= set(last.identities) and later != newcomer
+    assert last.assign(rng.normal(size=128) * 5).identity_id not in {newcomer, later, *first}
+
+
+def test_a_second_manager_on_the_same_state_fails_at_once(tmp_path):
+    from embodied_memory.people.identity import IdentityStateBusy
+    first = IdentityManager(path=tmp_path / "ids")
+    with pytest.raises(IdentityStateBusy, match="another perception node"):
+        IdentityManager(path=tmp_path / "ids")
+    first.close()
+    IdentityManager(path=tmp_path / "ids").close()   # free again once the first is gone
 
 
 def test_snapshot_then_crash_does_not_apply_the_journal_twice(tmp_path):
@@ -124,8 +146,10 @@ def test_snapshot_then_crash_does_not_apply_the_journal_twice(tmp_path):
     face_of = _people(rng, 2)
     manager = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
     ids = [manager.assign(face_of(i % 2)).identity_id for i in range(6)]
+    manager._journal.flush()
     journal = (tmp_path / "ids" / "identities.journal").read_text()
     manager.save()
+    _kill(manager)
     # a crash after the snapshot but before the journal was emptied: the old entries are back
     (tmp_path / "ids" / "identities.journal").write_text(journal)
     restarted = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
@@ -133,15 +157,37 @@ def test_snapshot_then_crash_does_not_apply_the_journal_twice(tmp_path):
 
 
 def test_forget_leaves_no_face_points_anywhere(tmp_path):
+    """new_id: the id, its face points and re-ID embeddings are gone; the person comes back
+    under a fresh id."""
     rng = np.random.default_rng(9)
     face_of = _people(rng, 2)
     manager = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
     ids = [manager.assign(face_of(i % 2), reid_embedding=rng.normal(size=16)).identity_id for i in range(6)]
     gone, kept = ids[0], ids[1]
     assert manager.forget(gone)
+    manager.close()
     restarted = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
     assert restarted.identities == [kept] and gone not in restarted._reid
     assert (tmp_path / "ids" / "identities.journal").read_text() == ""   # the journal held its points
-    assert len(np.load(tmp_path / "ids" / "identities.npz")["faces"]) == 3
+    state = np.load(tmp_path / "ids" / "identities.npz")
+    assert len(state["faces"]) == 3 and len(state["suppressed"]) == 0
     fresh = restarted.assign(face_of(0)).identity_id
     assert fresh not in (gone, kept)                 # the person comes back under a new id
+
+
+def test_forget_with_suppress_stops_recording_the_face(tmp_path):
+    """drop (the default of perception's forgotten_person): the id is gone, the face points are
+    kept without it, and a later sighting of that face is assigned to nobody."""
+    rng = np.random.default_rng(10)
+    face_of = _people(rng, 2)
+    manager = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
+    ids = [manager.assign(face_of(i % 2)).identity_id for i in range(6)]
+    gone, kept = ids[0], ids[1]
+    assert manager.forget(gone, suppress=True)
+    assert manager.assign(face_of(0)).via == "suppressed"
+    manager.close()
+    restarted = IdentityManager(IdentityParams(eps=0.3), path=tmp_path / "ids")
+    assert restarted.identities == [kept] and gone not in (tmp_path / "ids" / "identities.json").read_text()
+    later = restarted.assign(face_of(0))
+    assert later.identity_id == "" and later.via == "suppressed"
+    assert restarted.assign(face_of(1)).identity_id == kept

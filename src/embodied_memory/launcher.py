@@ -24,6 +24,7 @@ SIGINT/SIGTERM to the launcher are forwarded once to every node; a node that ign
 from __future__ import annotations
 
 import collections
+import ctypes
 import logging
 import os
 import shutil
@@ -37,12 +38,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, TextIO
 
-from .stack import NodeSpec, StackSpec
+from .stack import RUN_ID_ENV, NodeSpec, StackSpec
 
 log = logging.getLogger("embodied_memory.launcher")
 
 LOG_TAIL_LINES = 20
 CONFIG_ERROR_EXIT = 2     # nodes exit 2 on a configuration error (nodes/common.py run_node)
+
+
+try:   # loaded here: the child of a fork in a threaded process must not import anything
+    _LIBC = ctypes.CDLL(None)
+    _PRCTL = _LIBC.prctl
+except (OSError, AttributeError):
+    _PRCTL = None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the launcher dies, even by kill -9, so
+    no orphaned node keeps the data directory (or the identity state) of the next launch."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
 
 
 class LaunchError(RuntimeError):
@@ -100,6 +115,8 @@ class Launcher:
         self._env = {**os.environ, **stack.environment, **(extra_env or {})}
         self._env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         self._env.setdefault("PYTHONUNBUFFERED", "1")   # node output through the pipe, line by line
+        # one id for this run of the stack: a respawned frame selector keeps the same episode
+        self._env.setdefault(RUN_ID_ENV, time.strftime("run_%Y%m%dT%H%M%S", time.gmtime()))
         self._params_dir = Path(tempfile.mkdtemp(prefix=f"em_launch_{stack.name}_"))
         self._nodes: dict[str, _Node] = {
             spec.name: _Node(spec, collections.deque(maxlen=max(1, log_tail_lines))) for spec in stack.nodes}
@@ -153,6 +170,7 @@ class Launcher:
         cmd = [find_executable(spec.executable), *spec.ros_arguments(str(params_file))]
         # own session: a terminal's Ctrl-C reaches the launcher only, which forwards it once
         proc = subprocess.Popen(cmd, env=self._env, start_new_session=True, stdin=subprocess.DEVNULL,
+                                preexec_fn=_die_with_parent,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         node.process, node.started = proc, self._clock()
         node.starts += 1

@@ -142,6 +142,20 @@ class PerceptionNodeParams(PerceptionParams):
     max_unacked_observations: int = 500                # acknowledges them
     resend_after_s: float = RESEND_AFTER_S
     forgotten_topic: str = FORGOTTEN_TOPIC
+    forgotten_person: str = "drop"                     # drop: later sightings of a forgotten face are
+                                                       # not recorded | new_id: they get a fresh id
+    max_queued_keyframes: int = 100                    # accepted, not yet perceived (more: resent later)
+    max_attempts: int = 3                              # perception failures (VLM down) before a drop
+
+    def validate(self) -> None:
+        super().validate()
+        if self.forgotten_person not in ("drop", "new_id"):
+            raise ValueError(f"forgotten_person: unknown '{self.forgotten_person}' (drop | new_id)")
+        for name in ("max_unacked_observations", "max_queued_keyframes", "max_attempts"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: must be >= 1")
+        if not self.resend_after_s > 0:
+            raise ValueError("resend_after_s: must be > 0")
 
 
 @dataclass(frozen=True)

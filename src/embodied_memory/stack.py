@@ -34,6 +34,7 @@ from .config import ConfigError, load_yaml, parse_params, params_to_dict
 from .params import NODE_PARAMS
 
 PACKAGE = "embodied_memory"
+RUN_ID_ENV = "EMBODIED_MEMORY_RUN_ID"   # set by the launcher for its nodes: one id per run of a stack
 _STACK_KEYS = {"stack", "environment", "nodes"}
 _NODE_KEYS = {"executable", "namespace", "required", "respawn", "respawn_delay_s",
               "respawn_max_delay_s", "max_respawns", "crash_window_s", "parameters"}

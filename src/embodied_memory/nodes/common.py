@@ -57,7 +57,7 @@ def service_qos():
 def forgotten_qos():
     """Forget requests are small and must reach a perception node that starts later."""
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    return QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def from_time_msg(msg: Time) -> float:

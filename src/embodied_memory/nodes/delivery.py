@@ -1,14 +1,19 @@
 """At-least-once delivery between nodes: a sender keeps every record until its receiver
 acknowledges it, and sends it again to a receiver that (re)appears.
 
-The memory acknowledges each observation (``embodied_memory_interfaces/Ack`` on
-``/memory/acks``: stored, duplicate or rejected); perception acknowledges the keyframes it had
-to drop. The frame selector keeps unacknowledged keyframes and perception unacknowledged
-observations; when the number of subscribers of their topic grows (a crashed node was
-respawned) everything unacknowledged is sent again, and anything unacknowledged for
-``resend_after_s`` is sent again too (a message lost in a full queue). Inserts are idempotent on
-the id, so a record sent twice is stored once. What cannot be kept (more than ``max_unacked``)
-is dropped oldest first and counted.
+The memory acknowledges each observation and identity merge (``embodied_memory_interfaces/Ack``
+on ``/memory/acks``: stored, duplicate or rejected); perception acknowledges each keyframe it
+queued (accepted) and those it had to drop. The frame selector keeps unacknowledged keyframes
+and perception unacknowledged observations and merges:
+
+- when the number of subscribers of their topic grows (a crashed receiver was respawned)
+  everything not yet final is sent again, accepted records included (they died with it);
+- a record neither accepted nor final after ``resend_after_s`` is sent again (lost in a full
+  queue), then after 2x, 4x, 8x that (backoff: an overloaded receiver is not flooded).
+
+Inserts are idempotent on the id, so a record sent twice is stored once. What cannot be kept
+(more than ``max_unacked``) is dropped oldest first and counted. Acks are small and kept
+transient-local, so a sender whose ack subscription matches late still gets them.
 """
 from __future__ import annotations
 
@@ -19,15 +24,27 @@ from typing import Callable
 
 from embodied_memory_interfaces.msg import Ack
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from .health import NodeHealth
 
-ACK_STATUS = {Ack.STORED: "stored", Ack.DUPLICATE: "duplicate", Ack.REJECTED: "rejected", Ack.DROPPED: "dropped"}
+ACK_STATUS = {Ack.STORED: "stored", Ack.DUPLICATE: "duplicate", Ack.REJECTED: "rejected", Ack.DROPPED: "dropped",
+              Ack.ACCEPTED: "accepted"}
+MAX_BACKOFF_STEPS = 3          # resend_after_s * 2**3 at most between timed resends of one record
 
 
 def ack_qos() -> QoSProfile:
-    return QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+    return QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class _Pending:
+    __slots__ = ("msg", "sent", "attempts", "accepted")
+
+    def __init__(self, msg, now: float):
+        self.msg, self.sent, self.attempts, self.accepted = msg, now, 0, False
+
+    def due(self, now: float, resend_after_s: float) -> bool:
+        return not self.accepted and now - self.sent >= resend_after_s * 2 ** min(self.attempts, MAX_BACKOFF_STEPS)
 
 
 class AckPublisher:
@@ -53,7 +70,7 @@ class AcknowledgedPublisher:
         self.max_unacked, self.resend_after_s, self.resend_batch = max_unacked, resend_after_s, resend_batch
         self._pub = node.create_publisher(msg_type, topic, qos)
         self._lock = threading.Lock()
-        self._unacked: OrderedDict[str, list] = OrderedDict()   # id -> [msg, last sent (monotonic)]
+        self._unacked: OrderedDict[str, _Pending] = OrderedDict()
         self._subscribers = 0
         node.create_subscription(Ack, acks_topic, health.guard(self._on_ack, "ack"), ack_qos())
         node.create_timer(period_s, health.guard(self._tick, f"{what} resend"))
@@ -69,7 +86,7 @@ class AcknowledgedPublisher:
     def publish(self, msg) -> None:
         key = self._id_of(msg)
         with self._lock:
-            self._unacked[key] = [msg, time.monotonic()]
+            self._unacked[key] = _Pending(msg, time.monotonic())
             self._unacked.move_to_end(key)
             evicted = 0
             while len(self._unacked) > self.max_unacked:
@@ -82,6 +99,11 @@ class AcknowledgedPublisher:
 
     def _on_ack(self, ack: Ack) -> None:
         with self._lock:
+            if ack.status == Ack.ACCEPTED:
+                entry = self._unacked.get(ack.id)
+                if entry is not None:
+                    entry.accepted = True
+                return
             found = self._unacked.pop(ack.id, None) is not None
         if found:
             self._health.count(f"{self.what}s_{ACK_STATUS.get(ack.status, 'acknowledged')}")
@@ -97,16 +119,17 @@ class AcknowledgedPublisher:
                 self._node.get_logger().info(
                     f"a {self.what} receiver appeared ({subscribers} now): sending {len(self._unacked)} "
                     f"unacknowledged {self.what}(s) again")
-                for entry in self._unacked.values():
-                    entry[1] = 0.0   # due now
+                for entry in self._unacked.values():   # what it had accepted died with it
+                    entry.sent, entry.attempts, entry.accepted = float("-inf"), 0, False
             self._subscribers = subscribers
             if subscribers == 0:
                 return
-            due = [entry for entry in self._unacked.values() if now - entry[1] >= self.resend_after_s]
+            due = [entry for entry in self._unacked.values() if entry.due(now, self.resend_after_s)]
             due = due[:self.resend_batch]
             for entry in due:
-                entry[1] = now
-        for msg, _ in due:
-            self._pub.publish(msg)
+                entry.attempts += 1 if entry.sent != float("-inf") else 0
+                entry.sent = now
+        for entry in due:
+            self._pub.publish(entry.msg)
         if due:
             self._health.count(f"{self.what}s_resent", len(due))

@@ -9,6 +9,7 @@ perception, dropping one) acknowledges them and sent again to a restarted percep
 """
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from datetime import datetime, timezone
@@ -25,6 +26,7 @@ from ..ingest.images import ImageDecodeError, decode_image_msg
 from ..ingest.selection import FrameSelector
 from ..ingest.sync import PoseBuffer, TimeBuffer, yaw_from_quaternion
 from ..params import FrameSelectorNodeParams
+from ..stack import RUN_ID_ENV
 from ..types import Pose
 from .common import from_time_msg, keyframe_qos, node_params, run_node
 from .conversions import pose_to_msg
@@ -42,7 +44,9 @@ class FrameSelectorNode(Node):
             embedder = MobileNetV2Embedder()
             embed = lambda image: embedder.embed([image])[0]  # noqa: E731
         self.selector = FrameSelector(p, embed)
-        self.episode = p.episode_id or datetime.now(timezone.utc).strftime("run_%Y%m%dT%H%M%S")
+        # "" = this run of the stack (the launcher's id survives a respawn), else the start time
+        self.episode = p.episode_id or os.environ.get(RUN_ID_ENV) or \
+            datetime.now(timezone.utc).strftime("run_%Y%m%dT%H%M%S")
         self.poses, self.depths = PoseBuffer(), TimeBuffer(max_items=30)
         self.bad_poses: TimeBuffer[None] = TimeBuffer(max_items=200)   # stamps of NaN/inf poses
         self._last_pose_stamp = float("-inf")                          # of any pose message

@@ -75,6 +75,8 @@ class MemoryNode(Node):
         self._dirty.set()
         self.create_timer(p.markers_period_s, h.guard(self._publish_markers, "markers"), callback_group=reads)
         h.gauges["observations_stored_total"] = self.store.observation_count
+        for identity in self.store.forgotten_identities():   # a perception node that starts later forgets them too
+            self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(), identity_id=identity))
 
     def _on_observation(self, msg: ObservationMsg) -> None:
         try:
@@ -87,8 +89,8 @@ class MemoryNode(Node):
         except StoreWriteError as exc:   # not acknowledged: the sender keeps it and sends it again
             self.health.drop("store_write_error", f"observation {msg.observation_id!r}: {exc}")
             return
-        except (StoreError, ValueError) as exc:
-            self._reject(msg.observation_id, str(exc))
+        except Exception as exc:  # noqa: BLE001 - anything else will fail again: reject, never resent
+            self._reject(msg.observation_id, f"{getattr(exc, 'kind', type(exc).__name__)}: {exc}")
             return
         for obs_id in result.stored:
             self._acks.send(obs_id, Ack.STORED)
@@ -117,7 +119,17 @@ class MemoryNode(Node):
         self.get_logger().info(f"saved the occupancy map of episode {msg.episode_id} ({values.shape[1]}x{values.shape[0]})")
 
     def _on_merge(self, msg: IdentityMerge) -> None:
-        moved = self.store.merge_identities(msg.absorbed_id, msg.surviving_id)
+        merge = f"merge:{msg.absorbed_id}>{msg.surviving_id}"   # perception keeps it until acknowledged
+        try:
+            moved = self.store.merge_identities(msg.absorbed_id, msg.surviving_id)
+        except StoreWriteError as exc:
+            self.health.drop("store_write_error", f"identity merge {merge}: {exc}")
+            return
+        except Exception as exc:  # noqa: BLE001 - an invalid merge will not become valid
+            self.health.drop("identity_merge_rejected", f"identity merge {merge}: {exc}")
+            self._acks.send(merge, Ack.REJECTED, str(exc))
+            return
+        self._acks.send(merge, Ack.STORED)
         self.get_logger().info(f"identity {msg.absorbed_id} merged into {msg.surviving_id} ({moved} sightings)")
         self._dirty.set()
 

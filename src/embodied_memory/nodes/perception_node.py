@@ -1,13 +1,19 @@
 """perception_node: /memory/keyframes -> /memory/observations (+ /memory/identity_merges).
 
-Observations are kept until the memory acknowledges them (``/memory/acks``) and sent again to
-a restarted memory node; keyframes it cannot use are acknowledged as dropped, so the frame
-selector stops keeping them. ``/memory/forgotten_identities`` (from the memory node, on an
-operator's forget request) makes it drop the identity's face and re-ID points at once.
+Keyframes are queued by the subscription (acknowledged as accepted) and perceived in a worker
+thread, so no callback waits for the models or a VLM endpoint. Observations and identity merges
+are kept until the memory acknowledges them (``/memory/acks``) and sent again to a restarted
+memory node. A keyframe that fails ``max_attempts`` times (a VLM endpoint down) or cannot be
+decoded is acknowledged as dropped, so the frame selector stops keeping it; a full queue
+accepts nothing more, so the frame selector sends it again later. ``/memory/forgotten_identities``
+(from the memory node, on an operator's forget request) makes it drop the identity's face and
+re-ID points at once.
 """
 from __future__ import annotations
 
 import dataclasses
+import queue
+import threading
 from collections import OrderedDict
 
 from embodied_memory_interfaces.msg import Ack, IdentityForgotten, IdentityMerge
@@ -20,12 +26,16 @@ from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg
 from ..params import PerceptionNodeParams
 from ..perception.pipeline import Perception, PerceptionParams
 from ..types import Keyframe
-from .common import forgotten_qos, from_time_msg, keyframe_qos, node_params, run_node
+from .common import forgotten_qos, from_time_msg, keyframe_qos, node_params, run_node, to_time_msg
 from .conversions import observation_to_msg, pose_from_msg
 from .delivery import AckPublisher, AcknowledgedPublisher
 from .health import NodeHealth
 
-RECENT_KEYFRAMES = 2000   # keyframe ids already perceived (a resent keyframe is not perceived twice)
+RECENT_KEYFRAMES = 2000   # keyframe ids already queued or perceived (a resent keyframe is not perceived twice)
+
+
+def merge_id(msg: IdentityMerge) -> str:
+    return f"merge:{msg.absorbed_id}>{msg.surviving_id}"
 
 
 class PerceptionNode(Node):
@@ -34,38 +44,69 @@ class PerceptionNode(Node):
         p = self.params = node_params(self, PerceptionNodeParams)
         core = {f.name: getattr(p, f.name) for f in dataclasses.fields(PerceptionParams)}
         self.perception = Perception(PerceptionParams(**core))  # missing weights: error naming the parameter
-        self.health = NodeHealth(self)
-        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self.health = h = NodeHealth(self)
+        reliable = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
         self._observations = AcknowledgedPublisher(
-            self, ObservationMsg, p.observations_topic, QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE),
-            acks_topic=p.acks_topic, health=self.health, id_of=lambda m: m.observation_id, what="observation",
-            max_unacked=p.max_unacked_observations, resend_after_s=p.resend_after_s)
+            self, ObservationMsg, p.observations_topic, reliable, acks_topic=p.acks_topic, health=h,
+            id_of=lambda m: m.observation_id, what="observation", max_unacked=p.max_unacked_observations,
+            resend_after_s=p.resend_after_s)
+        self._merges = AcknowledgedPublisher(
+            self, IdentityMerge, p.merges_topic, reliable, acks_topic=p.acks_topic, health=h, id_of=merge_id,
+            what="identity_merge", max_unacked=10_000, resend_after_s=p.resend_after_s)
         self._acks = AckPublisher(self, p.acks_topic)
-        self._merge_pub = self.create_publisher(IdentityMerge, p.merges_topic, reliable)
-        self.create_subscription(KeyframeMsg, p.keyframes_topic, self.health.guard(self._on_keyframe, "keyframe"),
-                                 keyframe_qos())
-        self.create_subscription(IdentityForgotten, p.forgotten_topic,
-                                 self.health.guard(self._on_forgotten, "forgotten identity"), forgotten_qos())
+        self._queue: queue.Queue = queue.Queue(maxsize=p.max_queued_keyframes)
         self._recent: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
         self.forgotten: set[str] = set()
         self.processed = 0
-        self.health.gauges["keyframes_perceived"] = lambda: self.processed
+        h.gauges["keyframes_perceived"] = lambda: self.processed
+        h.gauges["keyframes_queued"] = self._queue.qsize
+        self.create_subscription(KeyframeMsg, p.keyframes_topic, h.guard(self._on_keyframe, "keyframe"), keyframe_qos())
+        self.create_subscription(IdentityForgotten, p.forgotten_topic,
+                                 h.guard(self._on_forgotten, "forgotten identity"), forgotten_qos())
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._work, name="perception", daemon=True)
+        self._worker.start()
+        for absorbed, survivor in self.perception.take_merges():   # recomputed from the identity journal
+            self._publish_merge(absorbed, survivor)
         self.get_logger().info(f"perception: {self.perception.describer.name} describer, "
                                f"{p.person_detector} people, {p.face_backend} faces")
+
+    # -- the subscription: queue, never perceive here ------------------------------------------
+    def _on_keyframe(self, msg: KeyframeMsg) -> None:
+        with self._lock:
+            if msg.keyframe_id in self._recent:
+                self.health.count("keyframes_already_perceived")
+                return
+            try:
+                self._queue.put_nowait((msg, 1))
+            except queue.Full:   # not accepted: the frame selector sends it again later
+                self.health.drop("perception_queue_full", f"keyframe {msg.keyframe_id} (queue of "
+                                                          f"{self.params.max_queued_keyframes})")
+                return
+            self._recent[msg.keyframe_id] = None
+            while len(self._recent) > RECENT_KEYFRAMES:
+                self._recent.popitem(last=False)
+        self._acks.send(msg.keyframe_id, Ack.ACCEPTED)
 
     def _drop(self, msg: KeyframeMsg, reason: str, detail: str) -> None:
         self.health.drop(reason, f"keyframe {msg.keyframe_id}: {detail}")
         self._acks.send(msg.keyframe_id, Ack.DROPPED, f"{reason}: {detail}")
 
-    def _on_keyframe(self, msg: KeyframeMsg) -> None:
-        if msg.keyframe_id in self._recent:
-            self.health.count("keyframes_already_perceived")
-            return
-        try:
-            image = decode_image_msg(msg.compressed_image if len(msg.compressed_image.data) else msg.image)
-        except ImageDecodeError as exc:
-            self._drop(msg, "undecodable_image", str(exc))
-            return
+    # -- the worker ------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            try:
+                msg, attempt = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self._perceive(msg, attempt)
+            except Exception as exc:  # noqa: BLE001 - the worker must survive anything one keyframe does
+                self._drop(msg, "perception_error", f"{type(exc).__name__}: {exc}")
+
+    def _keyframe(self, msg: KeyframeMsg) -> Keyframe:
+        image = decode_image_msg(msg.compressed_image if len(msg.compressed_image.data) else msg.image)
         depth = None
         if msg.has_depth:
             d = msg.depth
@@ -76,39 +117,61 @@ class PerceptionNode(Node):
                 self.get_logger().warning(f"keyframe {msg.keyframe_id}: depth ignored: {exc}")
         k = msg.camera_info.k
         intrinsics = (float(k[0]), float(k[4]), float(k[2]), float(k[5])) if k[0] > 0 else None
-        kf = Keyframe(msg.keyframe_id, from_time_msg(msg.header.stamp), msg.episode_id, pose_from_msg(msg.pose),
-                      image, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id, depth=depth,
-                      intrinsics=intrinsics, selection_score=msg.selection_score)
+        return Keyframe(msg.keyframe_id, from_time_msg(msg.header.stamp), msg.episode_id, pose_from_msg(msg.pose),
+                        image, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id, depth=depth,
+                        intrinsics=intrinsics, selection_score=msg.selection_score)
+
+    def _perceive(self, msg: KeyframeMsg, attempt: int) -> None:
+        try:
+            kf = self._keyframe(msg)
+        except ImageDecodeError as exc:
+            self._drop(msg, "undecodable_image", str(exc))
+            return
         try:
             observations = self.perception.process([kf])
-        except Exception as exc:  # noqa: BLE001 - e.g. the VLM endpoint is down: keep running
-            self._drop(msg, "perception_failed", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - e.g. the VLM endpoint is down: try again later
+            if attempt < self.params.max_attempts and not self._stop.is_set():
+                self.health.count("perception_retries")
+                self.get_logger().warning(f"keyframe {msg.keyframe_id}: perception failed (attempt {attempt} of "
+                                          f"{self.params.max_attempts}): {type(exc).__name__}: {exc}")
+                self._stop.wait(min(30.0, 2.0 ** attempt))
+                try:
+                    self._queue.put_nowait((msg, attempt + 1))
+                    return
+                except queue.Full:
+                    pass
+                self._drop(msg, "perception_failed", f"{type(exc).__name__}: {exc} (no room to try again)")
+            else:
+                self._drop(msg, "perception_failed", f"{type(exc).__name__}: {exc}")
             return
-        self._recent[msg.keyframe_id] = None
-        while len(self._recent) > RECENT_KEYFRAMES:
-            self._recent.popitem(last=False)
         for obs in observations:
             obs.people = [s for s in obs.people if s.identity_id not in self.forgotten]
             self._observations.publish(observation_to_msg(obs))
         for absorbed, survivor in self.perception.take_merges():
-            self._merge_pub.publish(IdentityMerge(stamp=msg.header.stamp, absorbed_id=absorbed, surviving_id=survivor))
+            self._publish_merge(absorbed, survivor)
         self.processed += 1
         if self.processed % 50 == 0:
             self.perception.identities.save()
+
+    def _publish_merge(self, absorbed: str, survivor: str) -> None:
+        self._merges.publish(IdentityMerge(stamp=to_time_msg(self.get_clock().now().nanoseconds * 1e-9),
+                                           absorbed_id=absorbed, surviving_id=survivor))
 
     def _on_forgotten(self, msg: IdentityForgotten) -> None:
         for identity in [msg.identity_id, *msg.aliases]:
             if identity and identity not in self.forgotten:
                 self.forgotten.add(identity)
-                known = self.perception.identities.forget(identity)
+                known = self.perception.identities.forget(identity, suppress=self.params.forgotten_person == "drop")
                 self.get_logger().info(f"forgot identity {identity}" + ("" if known else " (not known here)"))
 
     def close(self) -> None:
+        self._stop.set()
+        self._worker.join(timeout=30)
         self.perception.close()
 
 
 def main() -> None:
-    run_node(PerceptionNode, threads=1)
+    run_node(PerceptionNode, threads=2)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,22 @@ HUMEMBR's two stages:
 2. Sightings without a face are matched by body re-ID embedding to the nearest identity's
    recent re-ID embeddings, accepted under ``reid_threshold`` (cosine distance).
 
-Crash safety: with a ``path``, every assignment's input (and every forget) is appended to a
-journal and fsync'd before ``assign`` returns, so an id is durable before anyone publishes it;
-``save`` writes a snapshot and empties the journal, and loading replays the journal on the
-snapshot (assignment is deterministic), so after ``kill -9`` no id is issued twice and no merge
-is lost.  ``forget`` snapshots at once: the forgotten points leave the journal too.
+Crash safety: with a ``path``, every assignment's input is appended to a journal; ``sync``
+(called before anything is published) makes it durable; ``save`` writes a snapshot and
+empties the journal, and loading replays the journal on the snapshot (assignment is
+deterministic) and snapshots again, so after ``kill -9`` no id is issued twice and merges found
+since the snapshot are found again (``replayed_merges``, for the caller to re-send).  The
+journal is locked: a second manager on the same directory fails at once.
+
+Forgetting (``forget``) removes an identity's face points and re-ID embeddings and snapshots
+at once (the forgotten points leave the journal too). With ``suppress`` its face points are
+kept, without any id, in a do-not-record bank: a later face within ``eps`` of them is assigned
+to nobody (``via="suppressed"``) and the caller drops that sighting; without it the person is
+simply unknown again and gets a fresh id.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -28,6 +36,8 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
+
+from ..config import ConfigError
 
 log = logging.getLogger(__name__)
 JOURNAL = "identities.journal"
@@ -69,14 +79,24 @@ class IdentityManager:
         self._labels: list[int] = []                          # cluster per face point
         self._clusters: dict[int, str] = {}                   # cluster -> identity id
         self._reid: dict[str, list[np.ndarray]] = {}          # identity -> recent re-ID embeddings
+        self._suppressed = np.zeros((0, 0), dtype=np.float32)  # faces of forgotten people (no id)
         self._next = 1
         self._journal = None
         self._seq = 0                                         # journal entries applied
+        self.replayed_merges: list[tuple[str, str]] = []
         if self.path is not None:
-            self._load()
-            self._replay_journal()
             self.path.mkdir(parents=True, exist_ok=True)
+            self._lock_file = open(self.path / "identities.lock", "w")
+            try:
+                fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                raise IdentityStateBusy(f"{self.path} is used by another perception node (one identity state "
+                                        "per data_dir: give each its own data_dir)") from exc
+            self._load()
+            replayed = self._replay_journal()
             self._journal = open(self.path / JOURNAL, "a", encoding="utf-8")
+            if replayed:   # a clean snapshot and an empty journal (a torn last line must not stay)
+                self._save_locked()
 
     # -- persistence -----------------------------------------------------------------------
     def _load(self) -> None:
@@ -91,13 +111,16 @@ class IdentityManager:
         self._next = int(meta["next"])
         self._seq = int(meta.get("seq", 0))
         self._reid = {k: [np.asarray(v, np.float32) for v in vs] for k, vs in meta.get("reid", {}).items()}
+        if "suppressed" in data.files:
+            self._suppressed = data["suppressed"].astype(np.float32)
         log.info("loaded %d identities (%d face points) from %s", len(set(self._clusters.values())),
                  len(self._labels), self.path)
 
-    def _replay_journal(self) -> None:
+    def _replay_journal(self) -> bool:
+        """Apply the journal's entries newer than the snapshot; True if there was anything."""
         journal = self.path / JOURNAL
-        if not journal.exists():
-            return
+        if not journal.exists() or journal.stat().st_size == 0:
+            return False
         replayed = 0
         for line in journal.read_text(encoding="utf-8").splitlines():
             try:
@@ -108,12 +131,13 @@ class IdentityManager:
             if entry.get("n", 0) <= self._seq:
                 continue   # already in the snapshot (a crash between snapshot and new journal)
             face, reid = entry.get("face"), entry.get("reid")
-            self._assign(np.asarray(face, np.float32) if face else None,
-                         np.asarray(reid, np.float32) if reid else None)
+            result = self._assign(np.asarray(face, np.float32) if face else None,
+                                  np.asarray(reid, np.float32) if reid else None)
+            self.replayed_merges.extend(result.merged)
             self._seq = entry["n"]
             replayed += 1
-        if replayed:
-            log.info("replayed %d identity journal entries (next id %d)", replayed, self._next)
+        log.info("replayed %d identity journal entries (next id %d)", replayed, self._next)
+        return True
 
     def _append(self, entry: dict) -> None:
         """Durable before the caller sees the result (an id is never reissued after a crash)."""
@@ -122,8 +146,13 @@ class IdentityManager:
         self._seq += 1
         entry["n"] = self._seq
         self._journal.write(json.dumps(entry, separators=(",", ":")) + "\n")
-        self._journal.flush()
-        os.fsync(self._journal.fileno())
+
+    def sync(self) -> None:
+        """Make every assignment so far durable (before its ids are published)."""
+        with self._lock:
+            if self._journal is not None:
+                self._journal.flush()
+                os.fsync(self._journal.fileno())
 
     def save(self) -> None:
         if self.path is None:
@@ -134,7 +163,7 @@ class IdentityManager:
     def _save_locked(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         tmp = self.path / "identities.npz.tmp.npz"
-        np.savez(tmp, faces=self._faces, labels=np.asarray(self._labels, dtype=np.int64))
+        np.savez(tmp, faces=self._faces, labels=np.asarray(self._labels, dtype=np.int64), suppressed=self._suppressed)
         os.replace(tmp, self.path / "identities.npz")
         meta = {"clusters": {str(k): v for k, v in self._clusters.items()}, "next": self._next, "seq": self._seq,
                 "reid": {k: [v.tolist() for v in vs] for k, vs in self._reid.items()}}
@@ -166,6 +195,9 @@ class IdentityManager:
             return result
 
     def _assign(self, face: Optional[np.ndarray], reid: Optional[np.ndarray]) -> Assignment:
+        if face is not None and len(self._suppressed) and face.shape[0] == self._suppressed.shape[1] and \
+                float(np.max(self._suppressed @ face)) >= 1.0 - self.params.eps:
+            return Assignment("", 0.0, "suppressed")   # a forgotten person: not recorded
         if face is not None:
             result = self._assign_face(face)
         elif reid is not None:
@@ -234,20 +266,24 @@ class IdentityManager:
             return Assignment(best, 1.0 - best_dist, "reid")
         return Assignment("", 0.0, "none")
 
-    def forget(self, identity_id: str) -> bool:
-        """Drop an identity's face points and re-ID embeddings (privacy), durably at once (the
-        snapshot is rewritten and the journal, which held its points, emptied).  Its id is never
-        issued again: a later sighting of the person gets a fresh id."""
+    def forget(self, identity_id: str, suppress: bool = False) -> bool:
+        """Drop an identity's id, face points and re-ID embeddings (privacy), durably at once
+        (the snapshot is rewritten and the journal, which held its points, emptied).  Its id is
+        never issued again.  ``suppress``: keep its face points, without the id, so that later
+        sightings of the face are not recorded; else a later sighting gets a fresh id."""
         with self._lock:
-            known = self._forget(identity_id)
+            known = self._forget(identity_id, suppress)
             if known and self.path is not None:
                 self._save_locked()
             return known
 
-    def _forget(self, identity_id: str) -> bool:
+    def _forget(self, identity_id: str, suppress: bool = False) -> bool:
         clusters = [c for c, i in self._clusters.items() if i == identity_id]
         known = bool(clusters) or identity_id in self._reid
         keep = [i for i, lab in enumerate(self._labels) if lab not in clusters]
+        if clusters and suppress:
+            gone = self._faces[[i for i, lab in enumerate(self._labels) if lab in clusters]]
+            self._suppressed = gone if not len(self._suppressed) else np.vstack([self._suppressed, gone])
         if clusters:
             self._faces = self._faces[keep] if keep else np.zeros((0, 0), np.float32)
             self._labels = [self._labels[i] for i in keep]
@@ -261,3 +297,9 @@ class IdentityManager:
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+            self._lock_file.close()   # releases the lock
+
+
+class IdentityStateBusy(ConfigError):
+    """Another process holds the identity state of this data directory (a configuration error:
+    restarting does not help)."""

@@ -109,7 +109,9 @@ class Perception:
         self.text_embedder = make_text_embedder(p.text_embedder, 384)
         self.identities = IdentityManager(IdentityParams(p.identity_eps, p.identity_min_samples, p.reid_threshold),
                                           self.data_dir / "identities")
-        self.merges: list[tuple[str, str]] = []  # identity merges not yet sent to the memory
+        # identity merges not yet sent to the memory (those found again in the journal first)
+        self.merges: list[tuple[str, str]] = list(self.identities.replayed_merges)
+        self.suppressed_sightings = 0
 
     @property
     def image_dim(self) -> int:
@@ -153,11 +155,16 @@ class Perception:
             for s, vec in zip(sightings, self.reid.embed(crops)):
                 s.reid_embedding = vec
         self._timed("reid", start)
+        recorded = []
         for s in sightings:
             result = self.identities.assign(s.face_embedding, s.reid_embedding)
+            if result.via == "suppressed":   # a forgotten person (forgotten_person: drop): not recorded
+                self.suppressed_sightings += 1
+                continue
             s.identity_id, s.identity_confidence = result.identity_id, result.confidence
             self.merges.extend(result.merged)
-        return sightings
+            recorded.append(s)
+        return recorded
 
     def process(self, keyframes: Sequence[Keyframe], describe_together: bool = False) -> list[Observation]:
         """Observations for keyframes (one segment when ``describe_together``: one VLM call)."""
@@ -199,6 +206,7 @@ class Perception:
             for obs, vec in zip(observations, vectors):
                 obs.text_embedding = vec
         self._timed("text_embedding", start)
+        self.identities.sync()   # the ids in these observations are durable before anyone sees them
         return observations
 
     def take_merges(self) -> list[tuple[str, str]]:

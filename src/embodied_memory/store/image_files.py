@@ -3,8 +3,9 @@
 Perception hands over each keyframe as JPEG bytes (``Observation.image_jpeg``); this writes
 them under ``<data_dir>/images/<episode>/<observation>.jpg`` as ``*.partial`` files, inserts
 the batch, then renames the files of stored observations and removes the others (rejected,
-or already stored). A crash between insert and rename leaves only ``*.partial`` files, which
-:func:`sweep_partial_images` removes at start-up.
+or already stored with their image). A crash between insert and rename leaves a ``*.partial``
+file, which :func:`sweep_partial_images` removes at start-up; the sender's copy of the
+observation, sent again because it was never acknowledged, then writes the image.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..types import Observation
+from .errors import StoreWriteError
 
 log = logging.getLogger(__name__)
 PARTIAL = ".partial"
@@ -31,14 +33,18 @@ def insert_with_images(store, observations: Sequence[Observation]):
             if obs.image_jpeg and not obs.image_path:
                 final = image_path_for(store.images_dir, obs)
                 tmp = final.with_name(final.name + PARTIAL)
-                tmp.parent.mkdir(parents=True, exist_ok=True)
-                tmp.write_bytes(obs.image_jpeg)
+                try:
+                    tmp.parent.mkdir(parents=True, exist_ok=True)
+                    tmp.write_bytes(obs.image_jpeg)
+                except OSError as exc:   # disk full, read-only, file-size limit: nothing stored, retry
+                    raise StoreWriteError(f"cannot write the keyframe image {tmp}: {exc}; nothing of this call "
+                                          "was stored: keep the record and retry") from exc
                 partial[obs.observation_id] = (tmp, final)
                 obs.image_path = str(final)
         result = store.insert_batch(observations)
-        stored = set(result.stored)
+        duplicates = set(result.duplicates)
         for obs_id, (tmp, final) in partial.items():
-            if obs_id in stored:
+            if obs_id in result.stored or (obs_id in duplicates and _image_missing(store, obs_id, final)):
                 tmp.replace(final)
             else:
                 tmp.unlink(missing_ok=True)
@@ -47,6 +53,13 @@ def insert_with_images(store, observations: Sequence[Observation]):
     finally:
         for tmp, _final in partial.values():   # the insert raised: nothing was stored
             tmp.unlink(missing_ok=True)
+
+
+def _image_missing(store, observation_id: str, final: Path) -> bool:
+    """A stored observation names this image but the file is not there (its writer died
+    before the rename); an image deleted on purpose (forget) is no longer named by the row."""
+    row = store.get_observation(observation_id)
+    return bool(row) and row.get("image_path") == str(final) and not final.exists()
 
 
 def sweep_partial_images(images_dir: Path) -> int:

@@ -971,6 +971,12 @@ class MemoryStore:
         log.info("merged identity %s into %s (%d sightings)", absorbed, survivor, moved)
         return moved
 
+    def forgotten_identities(self, limit: int = 1000) -> list[str]:
+        """The most recently forgotten identity ids (tombstones), for perception to forget too."""
+        rows = self._conn().execute("SELECT identity_id FROM forgotten_identities ORDER BY forgotten_at DESC LIMIT ?",
+                                    (limit,))
+        return [r[0] for r in rows]
+
     def export_identity(self, person: str, include_embeddings: bool = False) -> dict:
         """Everything stored about one identity (a subject-access export)."""
         identity = self.resolve_person(person)
