@@ -59,7 +59,7 @@ def cmd_check(args) -> int:
 def cmd_stats(args) -> int:
     from embodied_memory_interfaces.srv import GetMemoryStats
     from .nodes.service_client import call_service
-    s = call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), args.timeout).stats
+    s = call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), args.timeout, retry_s=5.0).stats
     fields = ("backend", "data_dir", "episodes", "observations", "regions", "person_sightings",
               "identities", "rules", "bytes_on_disk")
     data = {f: getattr(s, f) for f in fields}
@@ -70,14 +70,20 @@ def cmd_stats(args) -> int:
 def cmd_query(args) -> int:
     from embodied_memory_interfaces.srv import QueryMemory
     from .nodes.service_client import call_service
-    json.loads(args.arguments)  # fail here, not on the robot, for bad JSON
+    try:
+        json.loads(args.arguments)  # fail here, not on the robot, for bad JSON
+    except ValueError as exc:
+        raise ConfigError(f"arguments: not JSON ({exc}); e.g. '{{\"person\": \"person_0003\"}}'") from exc
     res = call_service(QueryMemory, "/memory/query", QueryMemory.Request(tool=args.tool, arguments_json=args.arguments),
-                       args.timeout)
+                       args.timeout, retry_s=5.0)
     if not res.success:
         print(f"error: {res.error}", file=sys.stderr)
         return 1
     print(json.dumps(json.loads(res.result_json), indent=2))
     return 0
+
+
+ASK_RETRY_S = 10.0   # a question is asked again after 10 s, 20 s, 40 s... (a response Fast DDS dropped)
 
 
 def ask_timeout_s(timeout: float | None = None) -> float:
@@ -103,7 +109,7 @@ def cmd_ask(args) -> int:
         if t is None:
             raise ConfigError(f"--as-of {args.as_of!r}: expected an ISO 8601 time")
         request.as_of = to_time_msg(t)
-    msg = call_service(Ask, args.service, request, ask_timeout_s(args.timeout)).answer
+    msg = call_service(Ask, args.service, request, ask_timeout_s(args.timeout), retry_s=ASK_RETRY_S).answer
     answer = Answer(**json.loads(msg.json)) if msg.json else Answer(status=msg.status, text=msg.text, error=msg.error)
     print(answer.to_json() if args.json else answer.summary())
     return 0 if answer.status != "error" else 1
@@ -196,14 +202,32 @@ def cmd_forget(args) -> int:
     from embodied_memory_interfaces.srv import Forget
     from .nodes.service_client import call_service
     req = Forget.Request(dry_run=args.dry_run)
-    if args.identity:
+    if args.identity is not None:
+        if not args.identity.strip():
+            raise ConfigError("--identity: an identity id or display name is required")
         req.mode, req.identity_id = Forget.Request.MODE_IDENTITY, args.identity
     elif args.older_than_hours is not None:
         req.mode, req.older_than_hours = Forget.Request.MODE_OLDER_THAN, args.older_than_hours
     else:
+        if not (args.episode or "").strip():
+            raise ConfigError("--episode: an episode id is required")
         req.mode, req.episode_id = Forget.Request.MODE_EPISODE, args.episode
+    if req.mode != Forget.Request.MODE_IDENTITY and not args.dry_run and not args.yes:
+        # retention and episode deletes can remove everything: say how much, and ask
+        req.dry_run = True
+        preview = call_service(Forget, "/memory/forget", req, args.timeout)
+        if not preview.success:
+            print(f"error: {preview.message}", file=sys.stderr)
+            return 1
+        print(preview.message)
+        if preview.observations_removed == 0:
+            return 0
+        if not sys.stdin.isatty() or input("proceed? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("nothing removed (pass --yes to confirm without asking)", file=sys.stderr)
+            return 1
+        req.dry_run = False
     res = call_service(Forget, "/memory/forget", req, args.timeout)
-    print(res.message)
+    print(res.message if res.success else f"error: {res.message}", file=sys.stdout if res.success else sys.stderr)
     return 0 if res.success else 1
 
 
@@ -307,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--older-than-hours", type=float, help="everything older than this")
     group.add_argument("--episode", help="one episode")
     p.add_argument("--dry-run", action="store_true", help="count only")
+    p.add_argument("--yes", action="store_true",
+                   help="--older-than-hours / --episode: remove without asking (it asks, or refuses without a terminal)")
     service_cmds.append(p)
     p = add("name", cmd_name, "give a pseudonymous identity a display name (operator)")
     p.add_argument("identity")

@@ -21,7 +21,7 @@ from typing import Optional
 from zoneinfo import ZoneInfo
 
 from ..llm.chat_client import BadResponse, ChatClient, EndpointUnavailable, LLMConfig, LLMError
-from .answer import STATUS_ERROR, Answer, clean_text, no_answer, valid_time
+from .answer import STATUS_ERROR, Answer, clean_text, valid_time
 from .full_context import FullContextPlanner
 from .llm_planner import LLMPlanner
 from .rules_planner import RulesPlanner
@@ -139,8 +139,8 @@ class QueryAgent:
             return Answer(status=STATUS_ERROR, planner=requested, error=(
                 f"question is {len(question)} characters long (at most {MAX_QUESTION_CHARS})")), None
         question = clean_question(question)
-        if not question:
-            return no_answer("empty question"), None
+        if not question:   # a malformed request, like one too long: an error, not "no answer"
+            return Answer(status=STATUS_ERROR, planner=requested, error="empty question"), None
         budget = self.params.question_timeout() if timeout_s is None else timeout_s
         deadline = time.monotonic() + budget
         tools = ToolBox(self.memory, now, self.tz, self.navigate, deadline=deadline)

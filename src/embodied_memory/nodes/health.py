@@ -98,8 +98,10 @@ def guard_service(node: Node, callback: Callable, name: str, health: "NodeHealth
             text = error_text(exc)
             if health is not None:
                 health.count(f"{name}.errors")
-            node.get_logger().error(f"{name}: request failed: {text}")
-            node.get_logger().debug(traceback.format_exc())
+            if isinstance(exc, ValueError) or getattr(exc, "kind", None):   # the caller's mistake
+                node.get_logger().warning(f"{name}: request refused: {text}")
+            else:                                                          # ours: with the traceback
+                node.get_logger().error(f"{name}: request failed: {text}\n{traceback.format_exc()}")
             if hasattr(response, "success"):
                 response.success = False
             for field in ("error", "message"):

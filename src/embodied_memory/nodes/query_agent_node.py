@@ -96,6 +96,7 @@ class QueryAgentNode(Node):
         self.get_logger().info(f"Q: {request.question[:200]!r} -> [{answer.status}] {answer.text[:80]!r} "
                                f"{answer.error[:120]!r} ({answer.planner}, {answer.tool_calls} calls, "
                                f"{answer.latency_s:.2f} s)")
+        self.health.count(f"answers_{answer.status}")
         response.answer = self._to_msg(answer)
         return response
 

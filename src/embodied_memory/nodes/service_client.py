@@ -16,7 +16,15 @@ class ServiceCallError(RuntimeError):
     pass
 
 
-def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: float = 10.0):
+def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: float = 30.0,
+                 retry_s: float | None = None):
+    """One request, its response (raises ServiceCallError on no server / no answer).
+
+    A server can answer before it has discovered this short-lived client's response reader;
+    Fast DDS then drops the response ("failed to send response"). So the call first lets
+    discovery settle, and ``retry_s`` (for requests that are safe to repeat: reads, questions)
+    sends the request again after retry_s, 2*retry_s, ... until ``timeout_s``; the first
+    response wins."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     context = Context()
     rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
@@ -26,16 +34,32 @@ def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: 
     try:
         client = node.create_client(srv_type, name, qos_profile=service_qos())
         if not client.wait_for_service(timeout_sec=wait_s):
-            raise ServiceCallError(f"service {name} is not available (is the stack running? "
+            raise ServiceCallError(f"service {name} was not discovered within {wait_s:.0f} s (is the stack running? "
                                    f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})")
-        future = client.call_async(request)
-        deadline = time.monotonic() + timeout_s
-        while not future.done():
-            if time.monotonic() > deadline:
+        settle = time.monotonic() + DISCOVERY_SETTLE_S   # the server must see our response reader too
+        while time.monotonic() < settle:
+            executor.spin_once(timeout_sec=0.05)
+        start = time.monotonic()
+        deadline = start + timeout_s
+        futures = [client.call_async(request)]
+        next_retry = start + retry_s if retry_s else float("inf")
+        while not any(f.done() for f in futures):
+            now = time.monotonic()
+            if now > deadline:
                 raise ServiceCallError(f"service {name} did not answer within {timeout_s:.0f} s")
+            if now >= next_retry:
+                futures.append(client.call_async(request))
+                next_retry = now + retry_s * 2 ** (len(futures) - 1)
             executor.spin_once(timeout_sec=0.1)
-        return future.result()
+        done = next(f for f in futures if f.done())
+        for f in futures:
+            if f is not done:
+                client.remove_pending_request(f)
+        return done.result()
     finally:
         executor.shutdown()
         node.destroy_node()
         rclpy.shutdown(context=context)
+
+
+DISCOVERY_SETTLE_S = 0.5

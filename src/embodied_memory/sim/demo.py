@@ -103,7 +103,8 @@ class StackRun:
         from embodied_memory_interfaces.srv import QueryMemory
 
         from ..nodes.service_client import call_service
-        res = call_service(QueryMemory, "/memory/query", QueryMemory.Request(tool=tool, arguments_json=json.dumps(args)))
+        res = call_service(QueryMemory, "/memory/query", QueryMemory.Request(tool=tool, arguments_json=json.dumps(args)),
+                           retry_s=5.0)
         if not res.success:
             raise RuntimeError(res.error)
         return json.loads(res.result_json)
@@ -114,8 +115,8 @@ class StackRun:
 
         from ..nodes.common import to_time_msg
         from ..nodes.service_client import call_service
-        return call_service(Ask, "/agent/ask", Ask.Request(question=question, as_of=to_time_msg(as_of),
-                                                            planner=planner), 120.0).answer
+        request = Ask.Request(question=question, as_of=to_time_msg(as_of), planner=planner)
+        return call_service(Ask, "/agent/ask", request, 120.0, retry_s=10.0).answer
 
     def __exit__(self, *exc) -> None:
         if self.launcher is None:

@@ -843,7 +843,7 @@ class MemoryStore:
         try:
             day = dt.date.fromisoformat(date)
         except (TypeError, ValueError) as exc:
-            raise StoreError(f"date {date!r}: expected YYYY-MM-DD") from exc
+            raise InvalidArgumentError(f"date {date!r} is not a calendar date (YYYY-MM-DD): {exc}") from exc
         return day_window(day, self.tz)
 
     def _newest(self) -> Optional[float]:
@@ -1180,6 +1180,13 @@ class MemoryStore:
         return result
 
     def forget_episode(self, episode_id: str, dry_run: bool = False) -> dict:
+        """Delete one episode and everything recorded in it (an unknown episode is an error)."""
+        conn = self._conn()
+        if conn.execute("SELECT 1 FROM episodes WHERE episode_id=? UNION SELECT 1 FROM observations WHERE "
+                        "episode_id=? LIMIT 1", (episode_id, episode_id)).fetchone() is None:
+            known = [r[0] for r in conn.execute("SELECT episode_id FROM episodes ORDER BY start DESC LIMIT 10")]
+            raise StoreError(f"no episode {episode_id[:128]!r} (latest: {', '.join(known) or 'none'})",
+                             kind="UnknownEpisodeError")
         result = self._delete_observations("episode_id = ?", (episode_id,), dry_run)
         if not dry_run:
             with self._transaction() as tx:
