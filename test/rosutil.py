@@ -87,3 +87,30 @@ class LaunchedStack:
             return self.process.wait(timeout=timeout)
         finally:
             self._log.close()
+
+
+def fixture_stack(tmp_path: Path, agent_parameters: str, memory_parameters: str = "text_embedder: hash") -> LaunchedStack:
+    """A memory node and a query agent node, the memory filled with store_fixtures' six
+    observations by the observation importer (its own process too)."""
+    import json
+
+    from embodied_memory.records_io import observation_to_dict
+
+    from store_fixtures import fixture_observations
+    export = tmp_path / "export.jsonl"
+    export.write_text("".join(json.dumps(observation_to_dict(o)) + "\n" for o in fixture_observations(tmp_path)))
+    path = tmp_path / "stack.yaml"
+    memory_extra = f", {memory_parameters}" if memory_parameters else ""
+    path.write_text(f"""nodes:
+  memory:
+    executable: memory_node
+    parameters: {{data_dir: "{tmp_path / 'store'}", image_dim: 16, face_dim: 8, reid_dim: 8{memory_extra}}}
+  query_agent:
+    executable: query_agent_node
+    parameters: {{{agent_parameters}}}
+  importer:
+    executable: observation_importer
+    required: false
+    parameters: {{input_path: "{export}"}}
+""")
+    return LaunchedStack(path, tmp_path / "launch.log")

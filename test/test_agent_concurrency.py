@@ -13,11 +13,10 @@ from rclpy.qos import QoSProfile
 from embodied_memory.agent.query_agent import FALLBACK
 from embodied_memory.nodes.common import to_time_msg
 from embodied_memory.params import ANSWER_GRACE_S, QueryAgentNodeParams
-from embodied_memory.records_io import observation_to_dict
 
-from rosutil import LaunchedStack, call, wait_until
+from rosutil import fixture_stack, call, wait_until
 from scripted_llm import ScriptedLLM, hang
-from store_fixtures import HOUR, T0, fixture_observations
+from store_fixtures import HOUR, T0
 
 pytestmark = pytest.mark.integration
 
@@ -39,23 +38,8 @@ def hung_endpoint():
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, hung_endpoint):
     tmp_path = tmp_path_factory.mktemp("concurrency")
-    export = tmp_path / "export.jsonl"
-    export.write_text("".join(json.dumps(observation_to_dict(o)) + "\n" for o in fixture_observations(tmp_path)))
-    path = tmp_path / "stack.yaml"
-    path.write_text(f"""nodes:
-  memory:
-    executable: memory_node
-    parameters: {{data_dir: "{tmp_path / 'store'}", image_dim: 16, face_dim: 8, reid_dim: 8, text_embedder: hash}}
-  query_agent:
-    executable: query_agent_node
-    parameters: {{planner: rules, llm_base_url: "{hung_endpoint.base_url}", llm_timeout_s: {LLM_TIMEOUT_S},
-                  question_timeout_s: {QUESTION_TIMEOUT_S}}}
-  importer:
-    executable: observation_importer
-    required: false
-    parameters: {{input_path: "{export}"}}
-""")
-    launched = LaunchedStack(path, tmp_path / "launch.log")
+    launched = fixture_stack(tmp_path, f"""planner: rules, llm_base_url: "{hung_endpoint.base_url}", llm_timeout_s: {LLM_TIMEOUT_S},
+                  question_timeout_s: {QUESTION_TIMEOUT_S}""")
     yield launched
     assert launched.stop() == 0, launched.log()
 

@@ -14,11 +14,10 @@ from embodied_memory.agent.query_agent import FALLBACK, AgentParams, QueryAgent
 from embodied_memory.agent.tools import StoreMemoryClient
 from embodied_memory.nodes.common import to_time_msg
 from embodied_memory.nodes.conversions import answer_to_msg
-from embodied_memory.records_io import observation_to_dict
 
-from rosutil import LaunchedStack, call, spin_until, wait_until
+from rosutil import fixture_stack, call, spin_until, wait_until
 from scripted_llm import ScriptedLLM, completion, content, cut, error, first_user_message, hang, raw, slow, tool_call
-from store_fixtures import HOUR, T0, filled_store, fixture_observations
+from store_fixtures import HOUR, T0, filled_store
 
 NOW = T0 + 27 * HOUR
 QUESTION = "Where did you last see the red mug?"
@@ -228,23 +227,8 @@ def test_ask_never_raises(tmp_path):
 # -- over DDS: one query agent node, a memory node, the faulty endpoint -------------------------
 @pytest.fixture
 def stack(tmp_path, endpoint):
-    export = tmp_path / "export.jsonl"
-    export.write_text("".join(json.dumps(observation_to_dict(o)) + "\n" for o in fixture_observations(tmp_path)))
-    path = tmp_path / "stack.yaml"
-    path.write_text(f"""nodes:
-  memory:
-    executable: memory_node
-    parameters: {{data_dir: "{tmp_path / 'store'}", image_dim: 16, face_dim: 8, reid_dim: 8, text_embedder: hash}}
-  query_agent:
-    executable: query_agent_node
-    parameters: {{planner: llm, llm_base_url: "{endpoint.base_url}", llm_timeout_s: {LLM_TIMEOUT_S},
-                  function_call_limit: 3}}
-  importer:
-    executable: observation_importer
-    required: false
-    parameters: {{input_path: "{export}"}}
-""")
-    launched = LaunchedStack(path, tmp_path / "launch.log")
+    launched = fixture_stack(tmp_path, f"""planner: llm, llm_base_url: "{endpoint.base_url}", llm_timeout_s: {LLM_TIMEOUT_S},
+                  function_call_limit: 3""")
     yield launched
     assert launched.stop() == 0, launched.log()
 

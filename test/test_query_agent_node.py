@@ -9,32 +9,16 @@ from embodied_memory_interfaces.srv import Ask, GetMemoryStats
 from rclpy.node import Node
 
 from embodied_memory.nodes.common import to_time_msg
-from embodied_memory.records_io import observation_to_dict
 
-from rosutil import VENV_BIN, LaunchedStack, call, wait_until
-from store_fixtures import HOUR, T0, fixture_observations
+from rosutil import VENV_BIN, fixture_stack, call, wait_until
+from store_fixtures import HOUR, T0
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def stack(tmp_path):
-    export = tmp_path / "export.jsonl"
-    export.write_text("".join(json.dumps(observation_to_dict(o)) + "\n" for o in fixture_observations(tmp_path)))
-    path = tmp_path / "stack.yaml"
-    path.write_text(f"""nodes:
-  memory:
-    executable: memory_node
-    parameters: {{data_dir: "{tmp_path / 'store'}", image_dim: 16, face_dim: 8, reid_dim: 8}}
-  query_agent:
-    executable: query_agent_node
-    parameters: {{planner: rules}}
-  importer:
-    executable: observation_importer
-    required: false
-    parameters: {{input_path: "{export}"}}
-""")
-    launched = LaunchedStack(path, tmp_path / "launch.log")
+    launched = fixture_stack(tmp_path, "planner: rules", "")
     yield launched
     assert launched.stop() == 0, launched.log()
 

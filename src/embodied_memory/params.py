@@ -129,7 +129,8 @@ class FrameSelectorNodeParams(SelectionParams, TopicParams):
     episode_id: str = ""                               # "" = "run_<start time>"
     flush_after_s: float = 3.0                         # no frame for this long: close the segment
     acks_topic: str = ACKS_TOPIC                       # keyframes are kept until the memory (or
-    max_unacked_keyframes: int = 500                   # perception, dropping one) acknowledges them
+    max_unacked_keyframes: int = 200                   # perception, dropping one) acknowledges them (raw
+                                                       # 640x480 frames: ~180 MB at most; compressed: ~10 MB)
     resend_after_s: float = RESEND_AFTER_S
 
 
