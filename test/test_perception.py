@@ -38,7 +38,8 @@ def test_pipeline_on_a_face_photo(tmp_path):
     assert obs.global_embedding.shape == (1280,) and abs(np.linalg.norm(obs.global_embedding) - 1) < 1e-4
     assert all(s.reid_embedding is not None for s in obs.people)
     assert "identified: person_0001" in obs.description and obs.description.endswith("at stage.")
-    assert cv2.imread(obs.image_path).shape == (714, 1000, 3)
+    # the JPEG travels with the observation; the store writes it once it accepts it
+    assert obs.image_path == "" and cv2.imdecode(np.frombuffer(obs.image_jpeg, np.uint8), cv2.IMREAD_COLOR).shape == (714, 1000, 3)
     assert obs.text_embedding.shape == (384,)
 
 
