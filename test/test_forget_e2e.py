@@ -99,7 +99,9 @@ def test_forget_a_person_then_keep_recording(tmp_path, ros_context):
             wait_until(lambda: f"forgot identity {identity}" in stack.log(), 30, what="perception to forget too")
         assert not any(Path(p).exists() for p in images)                   # keyframe images that showed them
         assert "unknown person" in _query(listener.node, "export_identity", person="Forgettable")
-        state = (data / "identities" / "identities.json").read_text()
+        from embodied_memory.people.identity import IdentityManager
+        meta, arrays = IdentityManager.read_snapshot(data / "identities")
+        state = json.dumps(meta)
         for identity in gone_ids + ["Forgettable"]:
             assert "unknown person" in _query(listener.node, "export_identity", person=identity)
             assert _mentions(data / "memory.sqlite3", identity) == []

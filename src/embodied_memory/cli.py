@@ -83,9 +83,6 @@ def cmd_query(args) -> int:
     return 0
 
 
-ASK_RETRY_S = 10.0   # a question is asked again after 10 s, 20 s, 40 s... (a response Fast DDS dropped)
-
-
 def ask_timeout_s(timeout: float | None = None) -> float:
     """``ask --timeout``, by default the longest the query agent takes with its default
     parameters (QueryAgentNodeParams.answer_wait_s) plus the service call's own margin."""
@@ -109,7 +106,8 @@ def cmd_ask(args) -> int:
         if t is None:
             raise ConfigError(f"--as-of {args.as_of!r}: expected an ISO 8601 time")
         request.as_of = to_time_msg(t)
-    msg = call_service(Ask, args.service, request, ask_timeout_s(args.timeout), retry_s=ASK_RETRY_S).answer
+    # never sent twice: a question may cost LLM calls or drive the robot ("go to ...")
+    msg = call_service(Ask, args.service, request, ask_timeout_s(args.timeout), wait_s=30.0).answer
     answer = Answer(**json.loads(msg.json)) if msg.json else Answer(status=msg.status, text=msg.text, error=msg.error)
     print(answer.to_json() if args.json else answer.summary())
     return 0 if answer.status != "error" else 1

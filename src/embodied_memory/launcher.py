@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import functools
 import logging
 import os
 import shutil
@@ -53,11 +54,13 @@ except (OSError, AttributeError):
     _PRCTL = None
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(launcher_pid: int) -> None:
     """In the child before exec (Linux): SIGTERM when the launcher dies, even by kill -9, so
     no orphaned node keeps the data directory (or the identity state) of the next launch."""
     if _PRCTL is not None:
         _PRCTL(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+        if os.getppid() != launcher_pid:   # the launcher died before the call: do not start at all
+            os._exit(1)
 
 
 class LaunchError(RuntimeError):
@@ -170,7 +173,7 @@ class Launcher:
         cmd = [find_executable(spec.executable), *spec.ros_arguments(str(params_file))]
         # own session: a terminal's Ctrl-C reaches the launcher only, which forwards it once
         proc = subprocess.Popen(cmd, env=self._env, start_new_session=True, stdin=subprocess.DEVNULL,
-                                preexec_fn=_die_with_parent,
+                                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         node.process, node.started = proc, self._clock()
         node.starts += 1

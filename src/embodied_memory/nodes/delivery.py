@@ -9,7 +9,9 @@ and perception unacknowledged observations and merges:
 - when the number of subscribers of their topic grows (a crashed receiver was respawned)
   everything not yet final is sent again, accepted records included (they died with it);
 - a record neither accepted nor final after ``resend_after_s`` is sent again (lost in a full
-  queue), then after 2x, 4x, 8x that (backoff: an overloaded receiver is not flooded).
+  queue), then after 2x, 4x, 8x that (backoff: an overloaded receiver is not flooded); an
+  accepted one only after 8x (its receiver may have died and come back unnoticed); the
+  receiver answers a record it already handled at once, so nothing is resent forever.
 
 Inserts are idempotent on the id, so a record sent twice is stored once. What cannot be kept
 (more than ``max_unacked``) is dropped oldest first and counted. Acks are small and kept
@@ -44,7 +46,10 @@ class _Pending:
         self.msg, self.sent, self.attempts, self.accepted = msg, now, 0, False
 
     def due(self, now: float, resend_after_s: float) -> bool:
-        return not self.accepted and now - self.sent >= resend_after_s * 2 ** min(self.attempts, MAX_BACKOFF_STEPS)
+        """Not accepted: after resend_after_s, then 2x, 4x, 8x.  Accepted: only after the longest
+        wait (a receiver that died and came back between two looks at its subscriber count)."""
+        steps = MAX_BACKOFF_STEPS if self.accepted else min(self.attempts, MAX_BACKOFF_STEPS)
+        return now - self.sent >= resend_after_s * 2 ** steps
 
 
 class AckPublisher:
@@ -80,6 +85,9 @@ class AcknowledgedPublisher:
     def unacknowledged(self) -> int:
         return len(self._unacked)
 
+    def pending(self, record_id: str) -> bool:
+        return record_id in self._unacked
+
     def get_subscription_count(self) -> int:
         return self._pub.get_subscription_count()
 
@@ -98,6 +106,8 @@ class AcknowledgedPublisher:
         self._health.count(f"{self.what}s_sent")
 
     def _on_ack(self, ack: Ack) -> None:
+        if ack.sender == self._node.get_name():
+            return   # our own answer about another stream (perception acks keyframes, sends observations)
         with self._lock:
             if ack.status == Ack.ACCEPTED:
                 entry = self._unacked.get(ack.id)

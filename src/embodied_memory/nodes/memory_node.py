@@ -37,6 +37,9 @@ from .delivery import AckPublisher
 from .health import NodeHealth
 
 
+MAX_INSERT_TRIES = 3   # an observation that fails unexpectedly this often is rejected (no endless resends)
+
+
 class MemoryNode(Node):
     def __init__(self, **kwargs):
         super().__init__("memory", **kwargs)
@@ -52,6 +55,7 @@ class MemoryNode(Node):
         reads = ReentrantCallbackGroup()
         p = self.params
         self._acks = AckPublisher(self, p.acks_topic)
+        self._failures: dict[str, int] = {}   # observation id -> unexpected insert failures so far
         self._forgotten_pub = self.create_publisher(IdentityForgotten, p.forgotten_topic, forgotten_qos())
         self.create_subscription(ObservationMsg, p.observations_topic, h.guard(self._on_observation, "observation"),
                                  QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE),
@@ -89,9 +93,19 @@ class MemoryNode(Node):
         except StoreWriteError as exc:   # not acknowledged: the sender keeps it and sends it again
             self.health.drop("store_write_error", f"observation {msg.observation_id!r}: {exc}")
             return
-        except Exception as exc:  # noqa: BLE001 - anything else will fail again: reject, never resent
+        except (StoreError, ValueError, TypeError) as exc:   # the record itself: it will fail again
             self._reject(msg.observation_id, f"{getattr(exc, 'kind', type(exc).__name__)}: {exc}")
             return
+        except Exception as exc:  # noqa: BLE001 - maybe transient (a remote index): not acknowledged, so
+            tries = self._failures[msg.observation_id] = self._failures.get(msg.observation_id, 0) + 1  # resent
+            if tries < MAX_INSERT_TRIES:
+                self.health.drop(f"insert_failed: {type(exc).__name__}", f"observation {msg.observation_id!r} "
+                                 f"(try {tries} of {MAX_INSERT_TRIES}): {exc}")
+            else:
+                self._failures.pop(msg.observation_id, None)
+                self._reject(msg.observation_id, f"{type(exc).__name__} in {MAX_INSERT_TRIES} tries: {exc}")
+            return
+        self._failures.pop(msg.observation_id, None)
         for obs_id in result.stored:
             self._acks.send(obs_id, Ack.STORED)
         for obs_id in result.duplicates:

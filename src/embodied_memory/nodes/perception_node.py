@@ -56,11 +56,13 @@ class PerceptionNode(Node):
         self._acks = AckPublisher(self, p.acks_topic)
         self._queue: queue.Queue = queue.Queue(maxsize=p.max_queued_keyframes)
         self._recent: OrderedDict[str, None] = OrderedDict()
+        self._in_work: set[str] = set()            # queued or being perceived
         self._lock = threading.Lock()
         self.forgotten: set[str] = set()
         self.processed = 0
         h.gauges["keyframes_perceived"] = lambda: self.processed
         h.gauges["keyframes_queued"] = self._queue.qsize
+        h.gauges["sightings_of_forgotten_faces_not_recorded"] = lambda: self.perception.suppressed_sightings
         self.create_subscription(KeyframeMsg, p.keyframes_topic, h.guard(self._on_keyframe, "keyframe"), keyframe_qos())
         self.create_subscription(IdentityForgotten, p.forgotten_topic,
                                  h.guard(self._on_forgotten, "forgotten identity"), forgotten_qos())
@@ -75,11 +77,14 @@ class PerceptionNode(Node):
     # -- the subscription: queue, never perceive here ------------------------------------------
     def _on_keyframe(self, msg: KeyframeMsg) -> None:
         with self._lock:
-            if msg.keyframe_id in self._recent:
+            if msg.keyframe_id in self._recent:   # sent again: say where it is, so it is not resent forever
                 self.health.count("keyframes_already_perceived")
+                done = not self._observations.pending(msg.keyframe_id) and msg.keyframe_id not in self._in_work
+                self._acks.send(msg.keyframe_id, Ack.DUPLICATE if done else Ack.ACCEPTED)
                 return
             try:
-                self._queue.put_nowait((msg, 1))
+                self._queue.put_nowait(msg)
+                self._in_work.add(msg.keyframe_id)
             except queue.Full:   # not accepted: the frame selector sends it again later
                 self.health.drop("perception_queue_full", f"keyframe {msg.keyframe_id} (queue of "
                                                           f"{self.params.max_queued_keyframes})")
@@ -97,13 +102,16 @@ class PerceptionNode(Node):
     def _work(self) -> None:
         while not self._stop.is_set():
             try:
-                msg, attempt = self._queue.get(timeout=0.2)
+                msg = self._queue.get(timeout=0.2)
             except queue.Empty:
                 continue
             try:
-                self._perceive(msg, attempt)
+                self._perceive(msg)
             except Exception as exc:  # noqa: BLE001 - the worker must survive anything one keyframe does
                 self._drop(msg, "perception_error", f"{type(exc).__name__}: {exc}")
+            finally:
+                with self._lock:
+                    self._in_work.discard(msg.keyframe_id)
 
     def _keyframe(self, msg: KeyframeMsg) -> Keyframe:
         image = decode_image_msg(msg.compressed_image if len(msg.compressed_image.data) else msg.image)
@@ -121,29 +129,27 @@ class PerceptionNode(Node):
                         image, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id, depth=depth,
                         intrinsics=intrinsics, selection_score=msg.selection_score)
 
-    def _perceive(self, msg: KeyframeMsg, attempt: int) -> None:
+    def _perceive(self, msg: KeyframeMsg) -> None:
         try:
             kf = self._keyframe(msg)
         except ImageDecodeError as exc:
             self._drop(msg, "undecodable_image", str(exc))
             return
-        try:
-            observations = self.perception.process([kf])
-        except Exception as exc:  # noqa: BLE001 - e.g. the VLM endpoint is down: try again later
-            if attempt < self.params.max_attempts and not self._stop.is_set():
+        for attempt in range(1, self.params.max_attempts + 1):
+            try:   # a retry reuses the people (and identities) of the failed attempt: no face counted twice
+                observations = self.perception.process([kf])
+                break
+            except Exception as exc:  # noqa: BLE001 - e.g. the VLM endpoint is down: wait, try again
+                if attempt == self.params.max_attempts or self._stop.is_set():
+                    self.perception.forget_attempt(kf.keyframe_id)
+                    self._drop(msg, "perception_failed", f"{type(exc).__name__}: {exc} ({attempt} attempts)")
+                    return
                 self.health.count("perception_retries")
                 self.get_logger().warning(f"keyframe {msg.keyframe_id}: perception failed (attempt {attempt} of "
                                           f"{self.params.max_attempts}): {type(exc).__name__}: {exc}")
                 self._stop.wait(min(30.0, 2.0 ** attempt))
-                try:
-                    self._queue.put_nowait((msg, attempt + 1))
-                    return
-                except queue.Full:
-                    pass
-                self._drop(msg, "perception_failed", f"{type(exc).__name__}: {exc} (no room to try again)")
-            else:
-                self._drop(msg, "perception_failed", f"{type(exc).__name__}: {exc}")
-            return
+        if self._stop.is_set():
+            return   # stopping: the identity journal may be closed; the frame selector resends it
         for obs in observations:
             obs.people = [s for s in obs.people if s.identity_id not in self.forgotten]
             self._observations.publish(observation_to_msg(obs))
@@ -167,6 +173,10 @@ class PerceptionNode(Node):
     def close(self) -> None:
         self._stop.set()
         self._worker.join(timeout=30)
+        if self._worker.is_alive():   # a model call that does not return: do not close under it
+            self.get_logger().warning("the perception worker did not stop in 30 s; identity state saved as of "
+                                      "its last keyframe")
+            return
         self.perception.close()
 
 

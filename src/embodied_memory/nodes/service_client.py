@@ -16,7 +16,7 @@ class ServiceCallError(RuntimeError):
     pass
 
 
-def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: float = 30.0,
+def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: float = 10.0,
                  retry_s: float | None = None):
     """One request, its response (raises ServiceCallError on no server / no answer).
 

@@ -14,9 +14,9 @@ HUMEMBR's two stages:
 Crash safety: with a ``path``, every assignment's input is appended to a journal; ``sync``
 (called before anything is published) makes it durable; ``save`` writes a snapshot and
 empties the journal, and loading replays the journal on the snapshot (assignment is
-deterministic) and snapshots again, so after ``kill -9`` no id is issued twice and merges found
-since the snapshot are found again (``replayed_merges``, for the caller to re-send).  The
-journal is locked: a second manager on the same directory fails at once.
+deterministic) and snapshots again (one file, fsync'd), so after ``kill -9`` no id is issued
+twice; every merge so far is kept (``merge_log``) for the caller to send again after a start.
+The state is locked: a second manager on the same directory fails (after ``lock_wait_s``).
 
 Forgetting (``forget``) removes an identity's face points and re-ID embeddings and snapshots
 at once (the forgotten points leave the journal too). With ``suppress`` its face points are
@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -41,6 +42,7 @@ from ..config import ConfigError
 
 log = logging.getLogger(__name__)
 JOURNAL = "identities.journal"
+SNAPSHOT = "identities.npz"
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class IdentityParams:
                                       # MobileNetV2 features put different people at 0.12-0.3)
     reid_memory: int = 50             # re-ID embeddings kept per identity
     max_face_points: int = 20000      # oldest face points are forgotten beyond this
+    max_suppressed_points: int = 5000  # do-not-record face points of forgotten people (oldest go first)
     id_prefix: str = "person_"
 
 
@@ -71,7 +74,8 @@ def _unit(vec) -> np.ndarray:
 class IdentityManager:
     """Thread-safe; ``path`` (a directory) makes ids survive restarts."""
 
-    def __init__(self, params: IdentityParams = IdentityParams(), path: Optional[str | Path] = None):
+    def __init__(self, params: IdentityParams = IdentityParams(), path: Optional[str | Path] = None,
+                 lock_wait_s: float = 60.0):
         self.params = params
         self.path = Path(path).expanduser() if path else None
         self._lock = threading.Lock()
@@ -83,15 +87,20 @@ class IdentityManager:
         self._next = 1
         self._journal = None
         self._seq = 0                                         # journal entries applied
-        self.replayed_merges: list[tuple[str, str]] = []
+        self.merge_log: list[tuple[str, str]] = []            # every merge so far (re-sent after a start)
         if self.path is not None:
             self.path.mkdir(parents=True, exist_ok=True)
             self._lock_file = open(self.path / "identities.lock", "w")
-            try:
-                fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                raise IdentityStateBusy(f"{self.path} is used by another perception node (one identity state "
-                                        "per data_dir: give each its own data_dir)") from exc
+            deadline = time.monotonic() + lock_wait_s   # a stopping node may still hold it a while
+            while True:
+                try:
+                    fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if time.monotonic() > deadline:
+                        raise IdentityStateBusy(f"{self.path} is used by another perception node (one identity "
+                                                "state per data_dir: give each its own data_dir)") from exc
+                    time.sleep(0.2)
             self._load()
             replayed = self._replay_journal()
             self._journal = open(self.path / JOURNAL, "a", encoding="utf-8")
@@ -99,20 +108,34 @@ class IdentityManager:
                 self._save_locked()
 
     # -- persistence -----------------------------------------------------------------------
+    @staticmethod
+    def read_snapshot(path: str | Path) -> Optional[tuple[dict, dict]]:
+        """(meta, arrays) of the snapshot in ``path``, None if there is none (also for inspection)."""
+        path = Path(path)
+        if not (path / SNAPSHOT).exists():
+            return None
+        with np.load(path / SNAPSHOT) as data:
+            arrays = {k: data[k] for k in data.files}
+        if "meta" in arrays:
+            meta = json.loads(str(arrays.pop("meta")))
+        else:   # written before the snapshot was one file
+            meta = json.loads((path / "identities.json").read_text())
+        return meta, arrays
+
     def _load(self) -> None:
-        state = self.path / "identities.json"
-        if not state.exists():
+        snapshot = self.read_snapshot(self.path)
+        if snapshot is None:
             return
-        meta = json.loads(state.read_text())
-        data = np.load(self.path / "identities.npz")
+        meta, data = snapshot
         self._faces = data["faces"].astype(np.float32)
         self._labels = [int(x) for x in data["labels"]]
         self._clusters = {int(k): v for k, v in meta["clusters"].items()}
         self._next = int(meta["next"])
         self._seq = int(meta.get("seq", 0))
         self._reid = {k: [np.asarray(v, np.float32) for v in vs] for k, vs in meta.get("reid", {}).items()}
-        if "suppressed" in data.files:
+        if "suppressed" in data:
             self._suppressed = data["suppressed"].astype(np.float32)
+        self.merge_log = [tuple(m) for m in meta.get("merges", [])]
         log.info("loaded %d identities (%d face points) from %s", len(set(self._clusters.values())),
                  len(self._labels), self.path)
 
@@ -133,7 +156,6 @@ class IdentityManager:
             face, reid = entry.get("face"), entry.get("reid")
             result = self._assign(np.asarray(face, np.float32) if face else None,
                                   np.asarray(reid, np.float32) if reid else None)
-            self.replayed_merges.extend(result.merged)
             self._seq = entry["n"]
             replayed += 1
         log.info("replayed %d identity journal entries (next id %d)", replayed, self._next)
@@ -161,15 +183,24 @@ class IdentityManager:
             self._save_locked()
 
     def _save_locked(self) -> None:
+        """One file, replaced atomically and fsync'd before the journal is emptied."""
         self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.path / "identities.npz.tmp.npz"
-        np.savez(tmp, faces=self._faces, labels=np.asarray(self._labels, dtype=np.int64), suppressed=self._suppressed)
-        os.replace(tmp, self.path / "identities.npz")
         meta = {"clusters": {str(k): v for k, v in self._clusters.items()}, "next": self._next, "seq": self._seq,
-                "reid": {k: [v.tolist() for v in vs] for k, vs in self._reid.items()}}
-        tmp_json = self.path / "identities.json.tmp"
-        tmp_json.write_text(json.dumps(meta))
-        os.replace(tmp_json, self.path / "identities.json")
+                "reid": {k: [v.tolist() for v in vs] for k, vs in self._reid.items()},
+                "merges": [list(m) for m in self.merge_log]}
+        tmp = self.path / f"{SNAPSHOT}.tmp"
+        with open(tmp, "wb") as f:
+            np.savez(f, faces=self._faces, labels=np.asarray(self._labels, dtype=np.int64),
+                     suppressed=self._suppressed, meta=np.array(json.dumps(meta)))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path / SNAPSHOT)
+        directory = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        (self.path / "identities.json").unlink(missing_ok=True)   # the old two-file format
         if self._journal is not None:   # the snapshot holds everything: start a new journal
             self._journal.close()
             self._journal = open(self.path / JOURNAL, "w", encoding="utf-8")
@@ -250,6 +281,7 @@ class IdentityManager:
             self._faces, self._labels = self._faces[-p.max_face_points:], self._labels[-p.max_face_points:]
         ident = self._clusters[cluster]
         confidence = float(1.0 - np.min(distances[neighbours])) if len(neighbours) else 0.5
+        self.merge_log.extend(merged)
         for absorbed, survivor in merged:
             log.info("identity %s merged into %s (a face joined both clusters)", absorbed, survivor)
         return Assignment(ident, confidence, "face", merged)
@@ -283,7 +315,8 @@ class IdentityManager:
         keep = [i for i, lab in enumerate(self._labels) if lab not in clusters]
         if clusters and suppress:
             gone = self._faces[[i for i, lab in enumerate(self._labels) if lab in clusters]]
-            self._suppressed = gone if not len(self._suppressed) else np.vstack([self._suppressed, gone])
+            bank = gone if not len(self._suppressed) else np.vstack([self._suppressed, gone])
+            self._suppressed = bank[-self.params.max_suppressed_points:]
         if clusters:
             self._faces = self._faces[keep] if keep else np.zeros((0, 0), np.float32)
             self._labels = [self._labels[i] for i in keep]

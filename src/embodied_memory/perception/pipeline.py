@@ -109,9 +109,11 @@ class Perception:
         self.text_embedder = make_text_embedder(p.text_embedder, 384)
         self.identities = IdentityManager(IdentityParams(p.identity_eps, p.identity_min_samples, p.reid_threshold),
                                           self.data_dir / "identities")
-        # identity merges not yet sent to the memory (those found again in the journal first)
-        self.merges: list[tuple[str, str]] = list(self.identities.replayed_merges)
+        # identity merges not yet sent to the memory: at start every merge so far (the memory may
+        # have missed some while down; a merge sent twice changes nothing)
+        self.merges: list[tuple[str, str]] = list(self.identities.merge_log)
         self.suppressed_sightings = 0
+        self._attempt_people: dict[str, list[PersonSighting]] = {}
 
     @property
     def image_dim(self) -> int:
@@ -170,7 +172,13 @@ class Perception:
         """Observations for keyframes (one segment when ``describe_together``: one VLM call)."""
         observations = []
         for kf in keyframes:
-            people = self.people_in(kf.image)
+            # a keyframe perceived again after a failure (the VLM was down) keeps the people and
+            # identities of its first attempt: a face is never assigned twice
+            people = self._attempt_people.get(kf.keyframe_id)
+            if people is None:
+                people = self._attempt_people[kf.keyframe_id] = self.people_in(kf.image)
+                while len(self._attempt_people) > 64:
+                    self._attempt_people.pop(next(iter(self._attempt_people)))
             start = time.perf_counter()
             embedding = self.embedder.embed([kf.image])[0] if self.embedder else None
             self._timed("global_embedding", start)
@@ -207,7 +215,13 @@ class Perception:
                 obs.text_embedding = vec
         self._timed("text_embedding", start)
         self.identities.sync()   # the ids in these observations are durable before anyone sees them
+        for kf in keyframes:
+            self._attempt_people.pop(kf.keyframe_id, None)
         return observations
+
+    def forget_attempt(self, keyframe_id: str) -> None:
+        """The caller gave up on a keyframe: drop the people kept for another attempt."""
+        self._attempt_people.pop(keyframe_id, None)
 
     def take_merges(self) -> list[tuple[str, str]]:
         merges, self.merges = self.merges, []

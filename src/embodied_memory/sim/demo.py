@@ -116,7 +116,7 @@ class StackRun:
         from ..nodes.common import to_time_msg
         from ..nodes.service_client import call_service
         request = Ask.Request(question=question, as_of=to_time_msg(as_of), planner=planner)
-        return call_service(Ask, "/agent/ask", request, 120.0, retry_s=10.0).answer
+        return call_service(Ask, "/agent/ask", request, 120.0).answer
 
     def __exit__(self, *exc) -> None:
         if self.launcher is None:

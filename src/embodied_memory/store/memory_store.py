@@ -554,16 +554,25 @@ class MemoryStore:
             new_ids = np.array(inserted_rows, dtype=np.int64)
             self._time_ids = np.concatenate([self._time_ids, new_ids])
             self._time_vals = np.concatenate([self._time_vals, np.array(inserted_times, dtype=np.float64)])
+        # committed: nothing below may fail the call (the sender would take a stored record for lost)
         with self._index_lock:  # an index not open yet reads these rows from SQLite when it opens
             for kind, items in new_vectors.items():
                 index = self._indexes.get(kind)
                 items = [(i, v) for i, v in items if i > getattr(index, "max_id", -1)]
                 if index is not None and items:
-                    index.add(np.array([i for i, _ in items], dtype=np.int64), np.stack([v for _, v in items]))
-        self._remove_files(dropped_crops)
-        self._inserted_since_checkpoint += len(result.stored)
-        if self._inserted_since_checkpoint >= self.params.checkpoint_every:
-            self.checkpoint()
+                    try:
+                        index.add(np.array([i for i, _ in items], dtype=np.int64), np.stack([v for _, v in items]))
+                    except Exception as exc:  # noqa: BLE001 - e.g. Milvus unreachable: reopen (and catch up) later
+                        log.error("the %s index could not take %d new vectors (%s): it is reopened from SQLite "
+                                  "on next use", kind, len(items), exc)
+                        self._indexes.pop(kind, None)
+        try:
+            self._remove_files(dropped_crops)
+            self._inserted_since_checkpoint += len(result.stored)
+            if self._inserted_since_checkpoint >= self.params.checkpoint_every:
+                self.checkpoint()
+        except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation; SQLite holds the records
+            log.error("after storing %d observations: %s", len(result.stored), exc)
         return result
 
     def _embed_missing_text(self, observations: Sequence[Observation]) -> None:
@@ -949,10 +958,15 @@ class MemoryStore:
         with self._transaction() as conn:
             names = {r[0]: r[1] for r in conn.execute(
                 "SELECT identity_id, display_name FROM identities WHERE identity_id IN (?, ?)", (absorbed, survivor))}
-            if absorbed not in names:
-                return 0
             if conn.execute("SELECT 1 FROM forgotten_identities WHERE identity_id=?", (survivor,)).fetchone():
                 log.warning("not merging %s into %s: %s was forgotten", absorbed, survivor, survivor)
+                return 0
+            if absorbed not in names:
+                # the merge came before any sighting of ``absorbed`` (topics are not ordered across
+                # resends): remember the alias, so those sightings are stored under the survivor
+                conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))
+                conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
+                             (absorbed, survivor))
                 return 0
             conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
                          (survivor, names.get(absorbed, ""), time.time()))
