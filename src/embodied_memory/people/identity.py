@@ -154,8 +154,8 @@ class IdentityManager:
             if entry.get("n", 0) <= self._seq:
                 continue   # already in the snapshot (a crash between snapshot and new journal)
             face, reid = entry.get("face"), entry.get("reid")
-            result = self._assign(np.asarray(face, np.float32) if face else None,
-                                  np.asarray(reid, np.float32) if reid else None)
+            self._assign(np.asarray(face, np.float32) if face else None,
+                         np.asarray(reid, np.float32) if reid else None)
             self._seq = entry["n"]
             replayed += 1
         log.info("replayed %d identity journal entries (next id %d)", replayed, self._next)
