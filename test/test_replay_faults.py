@@ -241,10 +241,10 @@ nodes:
             executor.spin_once(timeout_sec=0.05)
             return seen[0] >= n or not player.is_alive()
         wait_until(lambda: seen_at_least(20), 120, interval=0.0, what="the replay to start")
-        os.kill(stack.pid_of("memory"), signal.SIGKILL)
-        wait_until(lambda: seen_at_least(60), 120, interval=0.0, what="more frames")
         assert player.is_alive(), "the replay ended before the frame selector could be killed"
-        os.kill(stack.pid_of("frame_selector"), signal.SIGKILL)
+        os.kill(stack.pid_of("frame_selector"), signal.SIGKILL)   # the replay waits for its restart
+        stack.pid_of("frame_selector", nth=2)
+        os.kill(stack.pid_of("memory"), signal.SIGKILL)
         player.join(300)
         assert not player.is_alive() and "error" not in result, result.get("error")
         report = result["report"]
