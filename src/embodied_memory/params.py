@@ -17,7 +17,8 @@ from .perception.pipeline import PerceptionParams
 
 ACKS_TOPIC = "/memory/acks"                         # embodied_memory_interfaces/Ack (nodes/delivery.py)
 FORGOTTEN_TOPIC = "/memory/forgotten_identities"    # embodied_memory_interfaces/IdentityForgotten
-RESEND_AFTER_S = 60.0                               # unacknowledged this long: sent again
+RESEND_AFTER_S = 10.0                               # neither accepted nor acknowledged this long: sent
+                                                    # again (then after 2x, 4x, 8x)
 
 
 @dataclass(frozen=True)
@@ -129,8 +130,8 @@ class FrameSelectorNodeParams(SelectionParams, TopicParams):
     episode_id: str = ""                               # "" = "run_<start time>"
     flush_after_s: float = 3.0                         # no frame for this long: close the segment
     acks_topic: str = ACKS_TOPIC                       # keyframes are kept until the memory (or
-    max_unacked_keyframes: int = 200                   # perception, dropping one) acknowledges them (raw
-                                                       # 640x480 frames: ~180 MB at most; compressed: ~10 MB)
+    max_unacked_keyframes: int = 500                   # perception, dropping one) acknowledges them
+                                                       # (compressed 640x480 + depth: ~50 MB at most)
     resend_after_s: float = RESEND_AFTER_S
 
 
@@ -145,7 +146,8 @@ class PerceptionNodeParams(PerceptionParams):
     forgotten_topic: str = FORGOTTEN_TOPIC
     forgotten_person: str = "drop"                     # drop: later sightings of a forgotten face are
                                                        # not recorded | new_id: they get a fresh id
-    max_queued_keyframes: int = 100                    # accepted, not yet perceived (more: resent later)
+    max_queued_keyframes: int = 500                    # accepted, not yet perceived (more: resent later;
+                                                       # a replay at 1000x real time fills it)
     max_attempts: int = 3                              # perception failures (VLM down) before a drop
 
     def validate(self) -> None:

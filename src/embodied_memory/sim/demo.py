@@ -54,6 +54,7 @@ class StackRun:
     def __enter__(self) -> "StackRun":
         from embodied_memory_interfaces.srv import GetMemoryStats, NameIdentity
 
+        from ..nodes.diagnostics_client import read_diagnostics, records_in_flight
         from ..nodes.replay import replay
         from ..nodes.service_client import call_service
         from .naming import label_identities
@@ -78,11 +79,13 @@ class StackRun:
             print(report.summary().splitlines()[0], flush=True)
             counts = []
 
-            def settled():
+            def settled():   # nothing in flight in the pipeline (/diagnostics), the count stable
                 counts.append(call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request(),
                                            5.0).stats.observations)
-                return len(counts) > 6 and counts[-1] == counts[-6] and counts[-1] > 0
-            _wait(settled, 600, "perception to finish", interval=1.0)
+                report = read_diagnostics(3.0, ("/frame_selector", "/perception"))
+                return len(counts) > 3 and counts[-1] == counts[-3] and counts[-1] > 0 and \
+                    "/perception" in report and records_in_flight(report) == 0
+            _wait(settled, 900, "perception to finish", interval=1.0)
             self.stats = call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request()).stats
             print(f"[{self.label}] memory: {self.stats.observations} observations, {self.stats.person_sightings} "
                   f"person sightings, {self.stats.identities} identities", flush=True)
