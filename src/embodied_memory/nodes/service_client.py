@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from contextlib import contextmanager
 
 import rclpy
 from rclpy.context import Context
@@ -16,22 +17,33 @@ class ServiceCallError(RuntimeError):
     pass
 
 
+@contextmanager
+def short_lived_node(prefix: str):
+    """(node, executor) in a context of their own, torn down on exit (CLI calls, one-off reads)."""
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    context = Context()
+    rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    node = rclpy.create_node(f"{prefix}_{uuid.uuid4().hex[:8]}", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        yield node, executor
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
 def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: float = 10.0,
                  retry_s: float | None = None):
     """One request, its response (raises ServiceCallError on no server / no answer).
 
     A server can answer before it has discovered this short-lived client's response reader;
     Fast DDS then drops the response ("failed to send response"). So the call first lets
-    discovery settle, and ``retry_s`` (for requests that are safe to repeat: reads, questions)
+    discovery settle, and ``retry_s`` (for requests that are safe to repeat: reads, never questions)
     sends the request again after retry_s, 2*retry_s, ... until ``timeout_s``; the first
     response wins."""
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    context = Context()
-    rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    node = rclpy.create_node(f"em_cli_{uuid.uuid4().hex[:8]}", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    try:
+    with short_lived_node("em_cli") as (node, executor):
         client = node.create_client(srv_type, name, qos_profile=service_qos())
         if not client.wait_for_service(timeout_sec=wait_s):
             raise ServiceCallError(f"service {name} was not discovered within {wait_s:.0f} s (is the stack running? "
@@ -56,10 +68,6 @@ def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: 
             if f is not done:
                 client.remove_pending_request(f)
         return done.result()
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=context)
 
 
 DISCOVERY_SETTLE_S = 0.5
