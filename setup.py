@@ -35,7 +35,7 @@ setup(
         # GPU robot: heavy models loaded from configured weight paths. Never in the default.
         "gpu": ["open_clip_torch", "segment-anything", "ultralytics", "insightface", "onnxruntime-gpu"],
     },
-    zip_safe=True,
+    zip_safe=False,   # schema.sql, config and launch files are read from the file system
     maintainer="embodied_memory maintainers",
     description="Robot-side long-term memory for mobile robots (ROS 2).",
     license="Apache-2.0",

@@ -114,3 +114,23 @@ def fixture_stack(tmp_path: Path, agent_parameters: str, memory_parameters: str 
     parameters: {{input_path: "{export}"}}
 """)
     return LaunchedStack(path, tmp_path / "launch.log")
+
+
+def send_goal(node, action_type, name: str, goal, timeout: float = 60.0, feedback=None):
+    """Send one action goal from a test node and wait for its result (waiting for discovery):
+    the result response (``.status``, ``.result``); fails if the goal is rejected."""
+    from rclpy.action import ActionClient
+    client = ActionClient(node, action_type, name)
+    previous = node.executor
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    try:
+        assert client.wait_for_server(timeout_sec=timeout), f"action {name} not available"
+        handle = spin_until(executor, client.send_goal_async(goal, feedback_callback=feedback), 20.0)
+        assert handle.accepted, f"action {name} rejected the goal"
+        return spin_until(executor, handle.get_result_async(), timeout)
+    finally:
+        executor.remove_node(node)
+        client.destroy()
+        if previous is not None:
+            previous.add_node(node)

@@ -34,7 +34,7 @@ class FakeNavigate:
     def __init__(self, odom_pub):
         self.goals, self.odom_pub = [], odom_pub
 
-    def to_pose(self, x, y, yaw, frame_id="map"):
+    def to_pose(self, x, y, yaw, frame_id="map", cancelled=None):
         self.goals.append((x, y, yaw))
         self.odom_pub(x, y, yaw)
         return {"success": True, "final_position": [x, y, 0.0]}
@@ -109,6 +109,30 @@ def test_frames_come_from_the_topics_and_motion_from_the_bridge(robot):
 def _frame():
     depth = np.full((H, W), 3.0, np.float32)
     return Frame(np.zeros((H, W, 3), np.uint8), depth, Pose(0.0, 0.0, 1.0, math.pi / 2), time.time())
+
+
+def test_a_cancelled_goal_stops_the_drive_in_progress(robot):
+    """The explore node sets env.cancelled per goal: a drive in progress sees it (the bridge goal
+    is cancelled by NavigateClient, tested in test_ask_and_act), not only the next step."""
+    env, _streaming, _params = robot
+    seen = []
+
+    class BlockingNavigate:
+        def to_pose(self, x, y, yaw, frame_id="map", cancelled=None):
+            while not cancelled():          # the bridge drives until the goal is cancelled
+                time.sleep(0.01)
+            seen.append((x, y))
+            return {"success": False, "message": "cancelled"}
+    cancel = threading.Event()
+    env.navigate, env.cancelled = BlockingNavigate(), cancel.is_set
+    errors = []
+    driver = threading.Thread(target=lambda: errors.append(pytest.raises(RuntimeError, env._go, 3.0, 4.0, 0.0)))
+    driver.start()
+    time.sleep(0.3)
+    assert driver.is_alive() and not seen        # still driving
+    cancel.set()
+    driver.join(5)
+    assert not driver.is_alive() and seen == [(3.0, 4.0)] and "cancelled" in str(errors[0].value)
 
 
 def test_vlm_target_detector_places_the_pointed_pixel_through_depth():

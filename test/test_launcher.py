@@ -40,6 +40,7 @@ nodes:
     required: true
     respawn: {str(respawn).lower()}
     respawn_delay_s: 0.2
+    remappings: {{/memory/forget: /ltest/memory/forget}}
     parameters: {{data_dir: "{tmp_path / 'store'}", text_embedder: hash, markers_period_s: 0.5}}
 """
     if importer:
@@ -75,6 +76,10 @@ def test_two_nodes_exchange_observations_and_services(tmp_path, ros_context):
         assert res.success, res.error
         # (the history tools' order is the store's business: most recent first by default)
         assert sorted(r["id"] for r in json.loads(res.result_json)) == ["imp-1", "imp-3", "imp-5"]
+        # the stack file's remappings reach the node (`-r /memory/forget:=/ltest/memory/forget`)
+        services = lambda: {n for n, _ in node.get_service_names_and_types_by_node("memory", "/")}  # noqa: E731
+        wait_until(lambda: "/ltest/memory/forget" in services(), 20, what="the remapped forget service")
+        assert "/memory/forget" not in services()
         bad = call(node, QueryMemory, "/memory/query", QueryMemory.Request(tool="nope", arguments_json="{}"))
         assert not bad.success and "unknown tool" in bad.error
         # the importer finished on its own: optional, so the stack keeps running
@@ -266,9 +271,12 @@ def test_supervision_keys_are_parsed_and_validated():
     assert [n.respawn_delay(k) for k in range(1, 8)] == [1, 2, 4, 8, 16, 30, 30]
     assert node(respawn_delay_s=45).respawn_max_delay_s == 45.0
     assert node(respawn=False, crash_window_s=5, max_respawns=0).max_respawns == 0
+    remapped = node(remappings={"/memory/query": "/spot/memory/query"})
+    assert remapped.ros_arguments("p.yaml")[-4:] == ["-r", "/memory/query:=/spot/memory/query", "--params-file", "p.yaml"]
     for bad, match in (({"respawn_delay_s": -1}, "respawn_delay_s"), ({"crash_window_s": 0}, "crash_window_s"),
                        ({"max_respawns": -1}, "max_respawns"), ({"respawn": "yes"}, "respawn"),
-                       ({"respawn_delay_s": 5, "respawn_max_delay_s": 1}, "respawn_max_delay_s")):
+                       ({"respawn_delay_s": 5, "respawn_max_delay_s": 1}, "respawn_max_delay_s"),
+                       ({"remappings": {"/a": "b:=c"}}, "remappings"), ({"remappings": ["/a"]}, "remappings")):
         with pytest.raises(ConfigError, match=match):
             node(**bad)
 

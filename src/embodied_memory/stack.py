@@ -5,6 +5,8 @@ One YAML file under ``config/`` drives both ``embodied-memory launch`` (this mac
 
     stack: default
     environment: {}                # extra environment for every node (optional)
+    use_sim_time: false            # every node's ROS clock follows /clock (optional; a node's
+                                   # own parameters.use_sim_time wins)
     nodes:
       memory:                      # node name
         executable: memory_node    # a console script of this package (see setup.py)
@@ -15,6 +17,12 @@ One YAML file under ``config/`` drives both ``embodied-memory launch`` (this mac
         respawn_max_delay_s: 30.0  # ... up to this
         max_respawns: 5            # more crashes than this within crash_window_s = a crash loop:
         crash_window_s: 60.0       # the node is given up (a required one stops the stack, code 1)
+        autostart: true            # managed (lifecycle) nodes only: the launcher configures and
+                                   # activates it after every start (false: left unconfigured, for
+                                   # a lifecycle manager or `ros2 lifecycle set`)
+        transition_timeout_s: 300  # ... each step (its lifecycle services appear, configure,
+                                   # activate) within this; configure loads perception's models
+        remappings: {/memory/query: /spot/memory/query}   # optional: -r from:=to
         parameters: {data_dir: ...}
 
 A crash is any exit but a clean one (code 0: a node with a natural end, e.g. an importer) or
@@ -35,9 +43,17 @@ from .params import NODE_PARAMS
 
 PACKAGE = "embodied_memory"
 RUN_ID_ENV = "EMBODIED_MEMORY_RUN_ID"   # set by the launcher for its nodes: one id per run of a stack
-_STACK_KEYS = {"stack", "environment", "nodes"}
+_STACK_KEYS = {"stack", "environment", "nodes", "use_sim_time"}
+# parameters rclpy itself owns on every node: passed through, not checked against the node's params
+ROS_PARAMETERS = {"use_sim_time": bool}
 _NODE_KEYS = {"executable", "namespace", "required", "respawn", "respawn_delay_s",
-              "respawn_max_delay_s", "max_respawns", "crash_window_s", "parameters"}
+              "respawn_max_delay_s", "max_respawns", "crash_window_s", "parameters", "autostart",
+              "transition_timeout_s", "remappings"}
+# managed nodes (nodes/lifecycle.py): they start unconfigured; the launcher (or launch_ros) drives them
+LIFECYCLE_EXECUTABLES = frozenset({"memory_node", "perception_node"})
+# activated only once these (in the same stack) are active: perception publishes to the memory
+# (not needed for the data: what the memory has not acknowledged is kept and sent again)
+ACTIVATE_AFTER = {"perception_node": ("memory_node",)}
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,14 @@ class NodeSpec:
     respawn_max_delay_s: float = 30.0
     max_respawns: int = 5
     crash_window_s: float = 60.0
+    autostart: bool = True                 # managed nodes: driven to active after every start
+    transition_timeout_s: float = 300.0    # each lifecycle step
+    remappings: tuple[tuple[str, str], ...] = ()   # (from, to) names: `--ros-args -r from:=to`
+
+    @property
+    def lifecycle(self) -> bool:
+        """A managed node (it starts unconfigured)."""
+        return self.executable in LIFECYCLE_EXECUTABLES
 
     def respawn_delay(self, consecutive_crashes: int) -> float:
         """The delay before restart number ``consecutive_crashes`` (1 = the first): the first
@@ -73,6 +97,8 @@ class NodeSpec:
         args = ["--ros-args", "-r", f"__node:={self.name}"]
         if self.namespace:
             args += ["-r", f"__ns:=/{self.namespace.strip('/')}"]
+        for old, new in self.remappings:
+            args += ["-r", f"{old}:={new}"]
         return args + ["--params-file", params_file]
 
 
@@ -82,6 +108,13 @@ class StackSpec:
     source: str
     nodes: list[NodeSpec]
     environment: dict[str, str] = field(default_factory=dict)
+
+    def activate_after(self, node: NodeSpec) -> list[str]:
+        """The fully qualified names of the managed nodes of this stack that must be active
+        before ``node`` is activated (ACTIVATE_AFTER)."""
+        first = ACTIVATE_AFTER.get(node.executable, ())
+        return [n.fully_qualified_name for n in self.nodes
+                if n is not node and n.executable in first and n.lifecycle and n.autostart]
 
 
 def _expect(value: Any, kind: type | tuple, where: str) -> Any:
@@ -99,6 +132,18 @@ def _non_negative(spec: dict, key: str, default: float, where: str, positive: bo
     return value
 
 
+def _remappings(data: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """``{/memory/query: /spot/memory/query}``: names of topics, services or actions."""
+    _expect(data, dict, where)
+    out = []
+    for old, new in data.items():
+        for name in (old, new):
+            if not isinstance(name, str) or not name or any(c in name for c in " :="):
+                raise ConfigError(f"{where}: {old!r}: {new!r}: names are non-empty strings without ' ', ':' or '='")
+        out.append((old, new))
+    return tuple(out)
+
+
 def parse_stack(data: Any, source: str) -> StackSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a stack file is a mapping with 'stack' and 'nodes'")
@@ -108,6 +153,9 @@ def parse_stack(data: Any, source: str) -> StackSpec:
     name = _expect(data.get("stack", Path(source).stem), str, f"{source}: stack")
     env = _expect(data.get("environment") or {}, dict, f"{source}: environment")
     env = {str(k): str(v) for k, v in env.items()}
+    sim_time = data.get("use_sim_time")
+    if sim_time is not None:
+        _expect(sim_time, bool, f"{source}: use_sim_time")
     nodes_data = _expect(data.get("nodes"), dict, f"{source}: nodes")
     if not nodes_data:
         raise ConfigError(f"{source}: nodes: at least one node is needed")
@@ -121,14 +169,17 @@ def parse_stack(data: Any, source: str) -> StackSpec:
         executable = _expect(spec.get("executable"), str, f"{where}.executable")
         if executable not in NODE_PARAMS:
             raise ConfigError(f"{where}.executable: unknown '{executable}'; known: {', '.join(sorted(NODE_PARAMS))}")
-        params = parse_params(NODE_PARAMS[executable], _expect(spec.get("parameters") or {}, dict,
-                                                               f"{where}.parameters"),
-                              f"{where}.parameters")
+        given = dict(_expect(spec.get("parameters") or {}, dict, f"{where}.parameters"))
+        ros_params = {k: _expect(given.pop(k), kind, f"{where}.parameters.{k}")
+                      for k, kind in ROS_PARAMETERS.items() if k in given}
+        if sim_time is not None:
+            ros_params.setdefault("use_sim_time", sim_time)
+        params = parse_params(NODE_PARAMS[executable], given, f"{where}.parameters")
         delay = _non_negative(spec, "respawn_delay_s", 1.0, where)
         nodes.append(NodeSpec(
             name=node_name, executable=executable,
             # only what the file sets: the node fills in defaults (and validates again)
-            parameters={k: v for k, v in params_to_dict(params).items() if k in (spec.get("parameters") or {})},
+            parameters={**{k: v for k, v in params_to_dict(params).items() if k in given}, **ros_params},
             namespace=_expect(spec.get("namespace", ""), str, f"{where}.namespace"),
             required=_expect(spec.get("required", True), bool, f"{where}.required"),
             respawn=_expect(spec.get("respawn", True), bool, f"{where}.respawn"),
@@ -136,8 +187,15 @@ def parse_stack(data: Any, source: str) -> StackSpec:
             respawn_max_delay_s=_non_negative(spec, "respawn_max_delay_s", max(30.0, delay), where),
             max_respawns=_expect(spec.get("max_respawns", 5), int, f"{where}.max_respawns"),
             crash_window_s=_non_negative(spec, "crash_window_s", 60.0, where, positive=True),
+            autostart=_expect(spec.get("autostart", True), bool, f"{where}.autostart"),
+            transition_timeout_s=_non_negative(spec, "transition_timeout_s", 300.0, where, positive=True),
+            remappings=_remappings(spec.get("remappings") or {}, f"{where}.remappings"),
         ))
         node = nodes[-1]
+        lifecycle_keys = sorted({"autostart", "transition_timeout_s"} & set(spec))
+        if lifecycle_keys and not node.lifecycle:
+            raise ConfigError(f"{where}: {', '.join(lifecycle_keys)}: '{executable}' is not a managed (lifecycle) "
+                              f"node; these are: {', '.join(sorted(LIFECYCLE_EXECUTABLES))}")
         if node.max_respawns < 0:
             raise ConfigError(f"{where}.max_respawns: expected >= 0, got {node.max_respawns}")
         if node.respawn_max_delay_s < node.respawn_delay_s:

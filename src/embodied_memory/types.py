@@ -69,7 +69,7 @@ class Observation:
     observation_id: str
     stamp: float
     episode_id: str
-    pose: Pose
+    pose: Optional[Pose]                 # None: no transform in time (stored with the waypoint only)
     description: str = ""
     description_json: str = ""
     keyframe_id: str = ""
@@ -92,7 +92,7 @@ class Keyframe:
     keyframe_id: str
     stamp: float
     episode_id: str
-    pose: Pose
+    pose: Optional[Pose]                        # None: no transform in time
     image: np.ndarray
     segment_id: int = 0
     waypoint_id: str = ""

@@ -36,7 +36,8 @@ def full_context_prompt(tools: ToolBox, now_iso: str, tz_name: str) -> tuple[str
     lines = []
     for r in rows:
         hhmm = dt.datetime.fromtimestamp(r["t"], tz=tools.tz).strftime("%Y-%m-%d %H:%M")
-        lines.append(f"{r['id']} | {hhmm} | {r['position'][:2]} | {r.get('waypoint', '')} | "
+        position = r["position"][:2] if r.get("position") is not None else "-"   # "-": stored without a pose
+        lines.append(f"{r['id']} | {hhmm} | {position} | {r.get('waypoint', '')} | "
                      f"{','.join(r.get('persons', []))} | {r['description']}")
     return FULL_CONTEXT.format(now=now_iso, tz=tz_name, observations="\n".join(lines)), [r["id"] for r in rows]
 

@@ -9,7 +9,8 @@ attached to the final call (``llm.images``: longest side <= 768 px, JPEG quality
 Every model call is bounded by the question's deadline (``ToolBox.deadline``): past it the
 planner raises ``OutOfTime``; a model that never gives a usable answer (nothing, only tool
 calls past the limit, an answer object whose every field is impossible) raises ``BadResponse``.
-The query agent answers both with the rules planner.
+The query agent answers both with the rules planner.  A cancelled question (an AskAndAct goal)
+raises ``Cancelled`` before the next model or tool call; it gets no fallback.
 """
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ class LLMPlanner:
         images_shown = False
 
         def chat(tool_specs) -> ChatResult:
+            tools.check_cancelled()
+            tools.report("planning", f"model call after {len(tools.calls)} tool calls")
             remaining = tools.remaining()
             if remaining <= 0.05:
                 raise OutOfTime(f"no time left for another model call after {len(tools.calls)} tool calls")

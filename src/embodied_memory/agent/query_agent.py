@@ -9,6 +9,11 @@ is down, hangs, answers garbage or runs out of the question's time makes ``llm``
 becomes an Answer with status "error" naming the exception.  Every answer is sanitised
 (``Answer.sanitize``).  One agent serves concurrent questions (each gets its own planner and
 tool box).
+
+Per question, ``QuestionHooks`` say whether it may drive (the navigate tool), report progress
+and can be cancelled (an answer with status "error" and error "cancelled: ...", no fallback).
+A command ("go to where you saw Alice") asked without the navigate tool is answered with where
+the place is, noted with ``no_navigate`` (why it did not drive).
 """
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ from .answer import STATUS_ERROR, Answer, clean_text, valid_time
 from .full_context import FullContextPlanner
 from .llm_planner import LLMPlanner
 from .rules_planner import RulesPlanner
-from .tools import MemoryClient, NavigateFn, OutOfTime, ToolBox
+from .question_parser import parse_question
+from .tools import NAVIGATE, Cancelled, MemoryClient, NavigateFn, OutOfTime, QuestionHooks, ToolBox
 
 log = logging.getLogger(__name__)
 PLANNERS = ("auto", "llm", "rules", "full_context")
@@ -106,14 +112,20 @@ class QueryAgent:
         raise ValueError(f"unknown planner {clean_text(name, 100)!r} ({' | '.join(PLANNERS)})")
 
     def ask(self, question: str, as_of: Optional[float] = None, planner: str = "",
-            timeout_s: Optional[float] = None) -> Answer:
+            timeout_s: Optional[float] = None, hooks: Optional[QuestionHooks] = None) -> Answer:
         """Answer ``question`` as if asked at ``as_of`` (default: now) within ``timeout_s``
-        (default ``params.question_timeout()``).  Never raises."""
+        (default ``params.question_timeout()``; time spent driving excluded).  ``hooks``
+        (default: the agent's ``navigate``, if any) say whether it may drive, where progress
+        goes and when it is cancelled.  Never raises."""
         start = time.perf_counter()
         requested = planner or self.params.planner
+        hooks = hooks if hooks is not None else QuestionHooks(navigate=self.navigate)
         tools: Optional[ToolBox] = None
         try:
-            ans, tools = self._ask(question, as_of, requested, timeout_s)
+            ans, tools = self._ask(question, as_of, requested, timeout_s, hooks)
+            if (tools is not None and hooks.navigate is None and hooks.no_navigate and ans.status == "ok"
+                    and self._commands(question, tools)):
+                ans.note(f"not driven: {hooks.no_navigate}")
             ans.tool_calls = len(tools.calls) if tools is not None else 0
             if not ans.evidence and tools is not None:
                 ans.evidence = tools.evidence[:20]
@@ -129,7 +141,8 @@ class QueryAgent:
                           error=clean_text(f"{type(exc).__name__}: {exc}", 2000),
                           latency_s=round(time.perf_counter() - start, 3))
 
-    def _ask(self, question, as_of, requested: str, timeout_s) -> tuple[Answer, Optional[ToolBox]]:
+    def _ask(self, question, as_of, requested: str, timeout_s,
+             hooks: QuestionHooks) -> tuple[Answer, Optional[ToolBox]]:
         now = as_of if as_of else time.time()
         if not valid_time(now):
             return Answer(status=STATUS_ERROR, error=f"as_of {now!r} is not a possible time", planner=requested), None
@@ -143,7 +156,7 @@ class QueryAgent:
             return Answer(status=STATUS_ERROR, planner=requested, error="empty question"), None
         budget = self.params.question_timeout() if timeout_s is None else timeout_s
         deadline = time.monotonic() + budget
-        tools = ToolBox(self.memory, now, self.tz, self.navigate, deadline=deadline)
+        tools = ToolBox(self.memory, now, self.tz, hooks, deadline=deadline)
         try:
             chosen = self._planner(requested)
             rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
@@ -156,16 +169,27 @@ class QueryAgent:
             return self._fallback(question, now, now_iso, f"llm planner out of time ({budget:.0f} s): {exc}", tools)
         except LLMError as exc:
             return self._fallback(question, now, now_iso, f"llm error: {exc}", tools)
+        except Cancelled as exc:
+            return Answer(status=STATUS_ERROR, planner=requested, error=f"cancelled: {exc}"), tools
         except ValueError as exc:
             return Answer(status=STATUS_ERROR, error=str(exc), planner=requested), tools
         return ans, tools
+
+    def _commands(self, question: str, tools: ToolBox) -> bool:
+        """The question asks the robot to move ("go to ...", "take me to ..."), or the planner tried to."""
+        if any(c.name == NAVIGATE for c in tools.calls):
+            return True
+        return parse_question(clean_question(question), tools.now, self.tz, [], []).kind == "go"
 
     def _fallback(self, question: str, now: float, now_iso: str, reason: str,
                   failed: ToolBox) -> tuple[Answer, ToolBox]:
         """The rules planner's answer, noted; the tokens the model spent are kept in it."""
         log.warning("%s: answering with the rules planner", reason)
-        tools = ToolBox(self.memory, now, self.tz, self.navigate)
-        ans = self._rules_planner().answer(question, tools, [], now_iso, self.params.timezone)
+        tools = ToolBox(self.memory, now, self.tz, failed.hooks)
+        try:
+            ans = self._rules_planner().answer(question, tools, [], now_iso, self.params.timezone)
+        except Cancelled as exc:
+            return Answer(status=STATUS_ERROR, planner=FALLBACK, error=f"cancelled: {exc}"), tools
         ans.planner = FALLBACK
         ans.note(reason)
         ans.tokens_in, ans.tokens_out = failed.tokens_in, failed.tokens_out

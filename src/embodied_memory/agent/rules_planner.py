@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from ..calendar_windows import day_window_at
 from .answer import Answer, no_answer
 from .question_parser import ParsedQuestion, parse_question
-from .tools import ToolBox, ToolCallRecord
+from .tools import NAVIGATE, ToolBox, ToolCallRecord
 from .visits import observed_minutes, split_visits
 
 NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same thing
@@ -23,6 +23,17 @@ HISTORY_PAGES = 50   # at most this many pages (50,000 rows) per window
 
 
 _GENERIC = {"", "objects", "object", "things", "anything", "everything", "what"}
+
+
+def _position(row: dict):
+    """An observation's [x, y, z]; None when it was stored without a pose (waypoint only)."""
+    return list(row["position"]) if row.get("position") is not None else None
+
+
+def _place(row: dict) -> str:
+    if row.get("waypoint"):
+        return row["waypoint"]
+    return str(row["position"][:2]) if row.get("position") is not None else "an unknown position"
 
 
 class RulesPlanner:
@@ -34,7 +45,9 @@ class RulesPlanner:
 
     # -- memory access (through the toolbox, so calls are counted and evidence kept) --------
     def _call(self, tools: ToolBox, tool: str, args: dict):
-        """A direct memory call recorded like a tool call."""
+        """A direct memory call recorded like a tool call (and, like one, reported and cancellable)."""
+        tools.check_cancelled()
+        tools.report(f"tool:{tool}")
         result = tools.memory.call(tool, args)
         tools.calls.append(ToolCallRecord(tool, args, result=None))
         return result
@@ -130,10 +143,10 @@ class RulesPlanner:
         return ans
 
     def _located(self, kind: str, row: dict, tools: ToolBox, what: str) -> Answer:
-        ans = Answer(type=kind, position=list(row["position"]), waypoint=row.get("waypoint", ""),
+        ans = Answer(type=kind, position=_position(row), waypoint=row.get("waypoint", ""),
                      confidence=float(row.get("similarity", 1.0)))
         ans.set_time(row["t"], tools.now, tools.tz)
-        place = f"at {row['waypoint']}" if row.get("waypoint") else f"at {row['position'][:2]}"
+        place = f"at {_place(row)}"
         ans.text = f"{what} {place} at {ans.time_iso[11:16]} ({ans.minutes_ago:.0f} min ago)."
         return ans
 
@@ -152,18 +165,22 @@ class RulesPlanner:
                               list({r["id"]: r for r in [row] + rows}.values()))
 
     def _go(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
-        """A command ("go to where you last saw Alice"): find the place, then drive there."""
+        """A command ("go to where you last saw Alice"): find the place, then drive there.
+        Without the navigate tool (the Ask service) it says where; the query agent notes why."""
         ans = self._where(p, tools)
         if ans.status != "ok" or tools.navigate is None:
-            return ans  # without a bridge: say where it is
+            return ans
         target = ans.waypoint or (p.place if p.place else "")
         if not target:
             return no_answer("the place has no waypoint to drive to", self.name)
-        result = tools.run("navigate_to_waypoint", {"waypoint": target, "person": p.person if p.about_people else ""})
+        result = tools.run(NAVIGATE, {"waypoint": target, "person": p.person if p.about_people else ""})
         ans.type = "waypoint"
         if isinstance(result, dict) and result.get("success"):
             ans.text = f"Arrived at {target} ({ans.text.rstrip('.')})."
             ans.position = result.get("final_position", ans.position)
+        elif isinstance(result, dict) and result.get("cancelled"):
+            ans.status = "error"
+            ans.error = f"cancelled: the drive to {target} was cancelled (bridge: {result.get('message', '')})"
         else:
             ans.status = "error"
             ans.error = f"navigation to {target} failed: {(result or {}).get('message') or (result or {}).get('error')}"
@@ -207,8 +224,8 @@ class RulesPlanner:
         ans = Answer(type="binary", binary="yes" if found else "no", confidence=0.7 if found else 0.5)
         if found:
             row = max(rows, key=lambda r: r["t"])
-            ans.text = f"Yes, last at {row.get('waypoint') or row['position'][:2]} at {self._hhmm(row['t'], tools)}."
-            ans.position, ans.waypoint = list(row["position"]), row.get("waypoint", "")
+            ans.text = f"Yes, last at {_place(row)} at {self._hhmm(row['t'], tools)}."
+            ans.position, ans.waypoint = _position(row), row.get("waypoint", "")
         else:
             ans.text = "No, I have no such observation."
         return self._evidence(ans, rows)
@@ -255,7 +272,7 @@ class RulesPlanner:
         if not rows:
             return no_answer("memory is empty for that time", self.name)
         row = rows[0]
-        ans = Answer(type="text", text=row["description"], position=list(row["position"]),
+        ans = Answer(type="text", text=row["description"], position=_position(row),
                      waypoint=row.get("waypoint", ""), confidence=0.4)
         ans.set_time(row["t"], tools.now, tools.tz)
         return self._evidence(ans, rows)

@@ -2,9 +2,15 @@
 
 HUMEMBR's five (semantic observations, waypoint observations, person observations, persons
 per day, daily summary), ReMEmbR's three (text, position, time), LVMem's image retrieval,
-the current state, and navigate-to-waypoint when a bridge is connected.  Every tool sees
+the current state, and navigate-to-waypoint when the question may move the robot
+(``QuestionHooks.navigate``: the AskAndAct action, never the Ask service).  Every tool sees
 the memory as of the question time only (``now``): nothing later leaks into an answer.
 Results are compact (ids, times, positions, short descriptions) to keep tokens low.
+
+``QuestionHooks`` also carry a progress callback (called before every tool call: action
+feedback) and a cancel check (true: no further tool or model call; ``Cancelled`` is raised).
+Time spent driving does not count against the question's deadline: it is planning time that
+is bounded there, navigation has its own timeout.
 """
 from __future__ import annotations
 
@@ -47,7 +53,23 @@ class OutOfTime(RuntimeError):
     """The question's time budget (``ToolBox.deadline``) ran out before a planner answered."""
 
 
+class Cancelled(RuntimeError):
+    """The question was cancelled (``QuestionHooks.cancelled``): no further tool or model call."""
+
+
 NavigateFn = Callable[[str, str], dict]  # (waypoint, person) -> {"success", "message", ...}
+ProgressFn = Callable[[str, str, int], None]  # (stage, message, tool calls so far)
+NAVIGATE = "navigate_to_waypoint"
+
+
+@dataclass(frozen=True)
+class QuestionHooks:
+    """What one question may do beyond reading the memory, and how it reports."""
+
+    navigate: Optional[NavigateFn] = None          # the navigate tool; None: not offered
+    no_navigate: str = ""                          # why not (told to the model and noted in the answer)
+    progress: Optional[ProgressFn] = None          # before every tool call: (f"tool:{name}", ...)
+    cancelled: Optional[Callable[[], bool]] = None  # true: stop (raise Cancelled) before the next call
 
 
 def _string(desc: str) -> dict:
@@ -138,13 +160,31 @@ class ToolBox:
     memory: MemoryClient
     now: float
     tz: ZoneInfo
-    navigate: Optional[NavigateFn] = None
+    hooks: QuestionHooks = field(default_factory=QuestionHooks)
     calls: list[ToolCallRecord] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     deadline: Optional[float] = None       # time.monotonic() by which the question must be answered
     tokens_in: int = 0                     # model tokens spent on the question (planners add theirs)
     tokens_out: int = 0
+
+    @property
+    def navigate(self) -> Optional[NavigateFn]:
+        return self.hooks.navigate
+
+    def check_cancelled(self) -> None:
+        """Raise ``Cancelled`` if the question was cancelled (planners call it before every call)."""
+        if self.hooks.cancelled is not None and self.hooks.cancelled():
+            raise Cancelled(f"cancelled after {len(self.calls)} tool calls")
+
+    def report(self, stage: str, message: str = "") -> None:
+        """Tell the progress hook (action feedback); a failing hook never stops the question."""
+        if self.hooks.progress is None:
+            return
+        try:
+            self.hooks.progress(stage, message, len(self.calls))
+        except Exception as exc:  # noqa: BLE001 - feedback is best effort
+            log.debug("progress hook failed: %s", exc)
 
     def remaining(self) -> float:
         """Seconds left until the deadline (inf without one)."""
@@ -154,7 +194,7 @@ class ToolBox:
         """OpenAI ``tools`` list."""
         specs = dict(SPECS)
         if self.navigate is not None:
-            specs["navigate_to_waypoint"] = NAVIGATE_SPEC
+            specs[NAVIGATE] = NAVIGATE_SPEC
         return [{"type": "function", "function": {"name": name, **spec}} for name, spec in specs.items()]
 
     @property
@@ -198,8 +238,11 @@ class ToolBox:
         return out
 
     def run(self, name: str, arguments: Any) -> Any:
-        """Execute one call; errors come back as {"error": ...} for the model to read."""
+        """Execute one call; errors come back as {"error": ...} for the model to read.
+        Raises ``Cancelled`` (before calling) when the question was cancelled."""
+        self.check_cancelled()
         record = ToolCallRecord(name, arguments if isinstance(arguments, dict) else {})
+        self.report(f"tool:{str(name)[:64]}", result_text(record.arguments, 200))
         start = time.perf_counter()
         try:
             if not isinstance(arguments, dict):
@@ -265,8 +308,15 @@ class ToolBox:
                     "robot_waypoint": (latest or {}).get("waypoint", ""),
                     "waypoints": [w["waypoint"] for w in m.call("waypoints", {"before": self.now})],
                     "people": m.call("people", {"before": self.now})}
-        if name == "navigate_to_waypoint" and self.navigate is not None:
-            return self.navigate(str(a.get("waypoint", "")), str(a.get("person", "") or ""))
+        if name == NAVIGATE:
+            if self.navigate is None:
+                raise ToolError(self.hooks.no_navigate or f"unknown tool {name!r}; tools: {', '.join(self.names)}")
+            started = time.monotonic()
+            try:
+                return self.navigate(str(a.get("waypoint", "")), str(a.get("person", "") or ""))
+            finally:   # driving is not planning: the question's budget excludes it
+                if self.deadline is not None:
+                    self.deadline += time.monotonic() - started
         raise ToolError(f"unknown tool {name!r}; tools: {', '.join(self.names)}")
 
 

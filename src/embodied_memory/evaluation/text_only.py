@@ -23,7 +23,8 @@ class TextOnlyPlanner:
         ans = Answer(planner=self.name, evidence=[h["id"] for h in hits], text=top["description"])
         if kind in ("where", "when", "what"):
             ans.type = "position" if kind == "where" else "time"
-            ans.position, ans.waypoint = list(top["position"]), top.get("waypoint", "")
+            ans.position = list(top["position"]) if top.get("position") is not None else None
+            ans.waypoint = top.get("waypoint", "")
             ans.set_time(top["t"], tools.now, tools.tz)
         elif kind == "yes_no":
             ans.type, ans.binary = "binary", "yes" if top["similarity"] >= self.match_threshold else "no"

@@ -143,6 +143,7 @@ class EpisodicRecall:
         if votes[prior] == 0:
             return RecallResult(True, prior, retrieved=len(best), verified=sum(verified_episodes.values()), votes=votes,
                                 reason=f"verified episodes never saw {target!r}")
-        landmarks = [(h["position"][0], h["position"][1], h["yaw"]) for h in matches[prior]]
+        landmarks = [(h["position"][0], h["position"][1], h["yaw"]) for h in matches[prior]
+                     if h.get("position") is not None]          # not those stored without a pose
         return RecallResult(False, prior, landmarks, len(best), sum(verified_episodes.values()), votes,
                             f"episode {prior} saw {target!r} {votes[prior]} times")

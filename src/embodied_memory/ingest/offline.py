@@ -6,18 +6,18 @@ in one process for tests, benchmarks and batch imports, and reports where the ti
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..progress import progress_bar
 
-from ..types import Keyframe, Observation, Pose
+from ..types import Keyframe, Observation
 from .bag_reader import Bag, BagError
 from .images import ImageDecodeError, decode_depth, decode_image_msg
 from .selection import FrameSelector, SelectionParams
-from .sync import PoseBuffer, TimeBuffer, yaw_from_quaternion
+from .sync import FramePoser, PosedFrame, TimeBuffer, odometry_transform, tf_transform
+from .transforms import Transform, TransformBuffer
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +29,28 @@ class TopicParams:
     image_topic: str = "/camera/color/image_raw/compressed"   # sensor_msgs Image or CompressedImage
     depth_topic: str = ""                                     # optional, 16UC1 mm or 32FC1 m
     camera_info_topic: str = ""
-    odom_topic: str = "/odom"                                 # nav_msgs/Odometry ("" = use tf_topic)
-    tf_topic: str = "/tf"                                     # used when odom_topic is ""
-    base_frame: str = "base_link"                             # child frame of the pose in /tf
+    odom_topic: str = "/odom"                                 # nav_msgs/Odometry, optional: its pose is one
+                                                              # more transform (header.frame_id <- child_frame_id)
+    tf_topic: str = "/tf"                                     # tf2_msgs/TFMessage (dynamic transforms)
+    tf_static_topic: str = "/tf_static"                       # static transforms (transient local), kept forever
+    fixed_frame: str = "odom"                                 # poses are base_frame in this frame at the image's
+                                                              # stamp: odom | map (Nav2/AMCL) | spot/odom, spot/vision
+    base_frame: str = "base_link"                             # the robot frame (Spot: spot/body)
+    transform_wait_s: float = 1.0                             # a frame waits this long for its transform, then
+                                                              # is stored with the waypoint only (counted)
+    tf_cache_s: float = 10.0                                  # dynamic transforms kept this long (as tf2)
     waypoint_topic: str = "/waypoint"                         # std_msgs/String (GraphNav waypoint id), optional
-    pose_tolerance_s: float = 0.25
+    pose_tolerance_s: float = 0.25                            # a frame this close to a NaN/inf pose is dropped
+
+    def check_frames(self) -> None:
+        if not self.fixed_frame or not self.base_frame:
+            raise ValueError("fixed_frame and base_frame must be frame ids (e.g. odom, base_link)")
+        if self.fixed_frame.startswith("/") or self.base_frame.startswith("/"):
+            raise ValueError("fixed_frame / base_frame: tf2 frame ids do not start with '/'")
+        if self.fixed_frame == self.base_frame:
+            raise ValueError(f"fixed_frame and base_frame are both {self.fixed_frame!r}")
+        if self.transform_wait_s < 0 or not self.tf_cache_s > 0 or self.pose_tolerance_s < 0:
+            raise ValueError("transform_wait_s and pose_tolerance_s must be >= 0, tf_cache_s > 0")
 
 
 @dataclass
@@ -43,7 +60,8 @@ class IngestReport:
     frames: int = 0
     keyframes: int = 0
     stored: int = 0
-    skipped_no_pose: int = 0
+    skipped_no_pose: int = 0            # dropped: the pose there had NaN/inf
+    without_pose: int = 0               # no transform in time: selected and stored without a pose
     skipped_bad_image: int = 0
     wall_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)
@@ -56,12 +74,8 @@ class IngestReport:
         stages = ", ".join(f"{k} {v:.1f}s" for k, v in sorted(self.stage_s.items(), key=lambda kv: -kv[1]))
         return (f"{self.bag}: {self.frames} frames over {self.bag_duration_s:.1f} s -> {self.keyframes} keyframes, "
                 f"{self.stored} stored in {self.wall_s:.1f} s (real-time factor {self.realtime_factor:.2f}); "
-                f"skipped {self.skipped_no_pose} without pose, {self.skipped_bad_image} undecodable; {stages}")
-
-
-def pose_from_odometry(msg) -> Pose:
-    p, q = msg.pose.pose.position, msg.pose.pose.orientation
-    return Pose(p.x, p.y, p.z, yaw_from_quaternion(q.x, q.y, q.z, q.w), msg.header.frame_id or "odom")
+                f"{self.without_pose} frames without pose; skipped {self.skipped_no_pose} with a NaN/inf pose, "
+                f"{self.skipped_bad_image} undecodable; {stages}")
 
 
 def stamp_of(msg, fallback_ns: int) -> float:
@@ -81,15 +95,22 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
     from ..store.image_files import insert_with_images   # params imports this module: store later
     start_wall = time.perf_counter()
     report = IngestReport(bag=str(bag_path))
-    poses, waypoints, depths = PoseBuffer(), TimeBuffer[str](), TimeBuffer()
+    topics.check_frames()
+    poser: FramePoser[Keyframe] = FramePoser(TransformBuffer(topics.tf_cache_s), topics.fixed_frame,
+                                             topics.base_frame, topics.transform_wait_s,
+                                             non_finite_tolerance_s=topics.pose_tolerance_s)
+    waypoints, depths = TimeBuffer[str](), TimeBuffer()
     intrinsics = None
     embed = (lambda im: perception.embedder.embed([im])[0]) if selection.policy == "similarity" else None
     selector = FrameSelector(selection, embed)
     stage = {"decode": 0.0, "selection": 0.0, "store": 0.0}
     with Bag(bag_path) as bag:
-        pose_topic = topics.odom_topic or topics.tf_topic
-        present = bag.check_topics([topics.image_topic, pose_topic, topics.depth_topic, topics.waypoint_topic,
-                                    topics.camera_info_topic], required=[topics.image_topic, pose_topic])
+        pose_topics = [t for t in (topics.odom_topic, topics.tf_topic, topics.tf_static_topic) if t in bag.topics]
+        if not pose_topics:
+            raise BagError(f"{bag.path}: no pose source ({topics.odom_topic or '-'}, {topics.tf_topic or '-'}, "
+                           f"{topics.tf_static_topic or '-'}) in the bag; it has " + ", ".join(sorted(bag.topics)))
+        present = bag.check_topics([topics.image_topic, topics.depth_topic, topics.waypoint_topic,
+                                    topics.camera_info_topic], required=[topics.image_topic]) + pose_topics
         report.bag_duration_s = bag.duration_s
         episode = episode_id or bag.path.stem
         total = bag.topics[topics.image_topic].count
@@ -112,6 +133,29 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
             for absorbed, survivor in perception.take_merges():
                 store.merge_identities(absorbed, survivor)
 
+        def posed(frames: list[PosedFrame[Keyframe]]) -> None:
+            for f in frames:
+                if f.pose is None and f.non_finite:
+                    report.skipped_no_pose += 1
+                    continue
+                kf = f.payload
+                kf.pose = f.pose
+                if f.pose is None:
+                    report.without_pose += 1
+                    if report.without_pose in (1, 10, 100) or report.without_pose % 1000 == 0:
+                        log.warning("frame at %.3f stored without a pose (%d so far): %s", f.stamp,
+                                    report.without_pose, f.reason)
+                t = time.perf_counter()
+                selected = selector.push(f.stamp, kf.image, kf)
+                stage["selection"] += time.perf_counter() - t
+                handle(selected)
+
+        def add_transform(parent: str, child: str, stamp: float, transform: Transform, static: bool) -> None:
+            try:
+                poser.add_transform(parent, child, stamp, transform, static)
+            except ValueError as exc:
+                log.warning("transform %s <- %s at %.3f rejected: %s", parent, child, stamp, exc)
+
         for msg in bag.messages(present):
             if msg.topic == topics.image_topic:
                 report.frames += 1
@@ -126,32 +170,20 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                     continue
                 stamp = stamp_of(decoded, msg.stamp_ns)
                 stage["decode"] += time.perf_counter() - t
-                pose = poses.at(stamp, topics.pose_tolerance_s)
-                if pose is None or not pose.is_finite():
-                    report.skipped_no_pose += 1
-                    continue
                 wp = waypoints.latest()
                 depth = depths.nearest(stamp, 0.1)
-                kf = Keyframe(f"{episode}/{int(round(stamp * 1e9))}", stamp, episode, pose, image,
+                kf = Keyframe(f"{episode}/{int(round(stamp * 1e9))}", stamp, episode, None, image,
                               waypoint_id=wp[1] if wp else "", depth=depth[1] if depth else None,
                               intrinsics=intrinsics)
-                t = time.perf_counter()
-                selected = selector.push(stamp, image, kf)
-                stage["selection"] += time.perf_counter() - t
-                handle(selected)
-            elif msg.topic == pose_topic:
+                posed(poser.add_frame(stamp, kf, msg.stamp_ns * 1e-9))   # waits in bag time
+            elif msg.topic == topics.odom_topic:
                 decoded = bag.deserialize(msg)
-                if topics.odom_topic:
-                    pose = pose_from_odometry(decoded)
-                    if all(math.isfinite(v) for v in (pose.x, pose.y, pose.z, pose.yaw)):
-                        poses.add(stamp_of(decoded, msg.stamp_ns), pose)
-                else:
-                    for tf in decoded.transforms:
-                        if tf.child_frame_id == topics.base_frame:
-                            tr, q = tf.transform.translation, tf.transform.rotation
-                            poses.add(stamp_of(tf, msg.stamp_ns), Pose(tr.x, tr.y, tr.z,
-                                                                       yaw_from_quaternion(q.x, q.y, q.z, q.w),
-                                                                       tf.header.frame_id))
+                parent, child, transform = odometry_transform(decoded, topics.base_frame)
+                add_transform(parent, child, stamp_of(decoded, msg.stamp_ns), transform, False)
+            elif msg.topic in (topics.tf_topic, topics.tf_static_topic):
+                for tf in bag.deserialize(msg).transforms:
+                    add_transform(tf.header.frame_id, tf.child_frame_id, stamp_of(tf, msg.stamp_ns), tf_transform(tf),
+                                  msg.topic == topics.tf_static_topic)
             elif msg.topic == topics.camera_info_topic:
                 k = bag.deserialize(msg).k
                 intrinsics = (float(k[0]), float(k[4]), float(k[2]), float(k[5])) if k[0] > 0 else None
@@ -163,6 +195,9 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                     depths.add(stamp_of(d, msg.stamp_ns), decode_depth(d.encoding, d.height, d.width, d.step, d.data))
                 except ImageDecodeError as exc:
                     log.warning("depth skipped: %s", exc)
+            if len(poser):
+                posed(poser.poll(msg.stamp_ns * 1e-9))
+        posed(poser.flush())
         handle(selector.flush())
         bar.close()
     report.wall_s = time.perf_counter() - start_wall

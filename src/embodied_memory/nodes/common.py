@@ -2,31 +2,17 @@
 callback raises, time conversions, the keyframe and acknowledgement QoS."""
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
-from typing import Callable, TypeVar
+from typing import Callable
 
 import rclpy
 from builtin_interfaces.msg import Time
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
-from ..config import ConfigError, parse_params
-
-T = TypeVar("T")
-
-
-def node_params(node: Node, cls: type[T]) -> T:
-    """Validate the node's ROS parameter overrides against ``cls`` (unknown keys are errors),
-    declare every field with its default, and return the typed params."""
-    overrides = {name: p.value for name, p in node._parameter_overrides.items()  # noqa: SLF001
-                 if name != "use_sim_time"}
-    params = parse_params(cls, overrides, f"node {node.get_fully_qualified_name()} parameters")
-    for field in dataclasses.fields(cls):
-        if not node.has_parameter(field.name):
-            node.declare_parameter(field.name, getattr(params, field.name))
-    return params
+from ..config import ConfigError
+from .parameters import node_options, node_params  # noqa: F401 - every node imports them from here
 
 
 def to_time_msg(t: float) -> Time:
@@ -34,14 +20,22 @@ def to_time_msg(t: float) -> Time:
     return Time(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
 
 
-# keyframes are large: volatile; a perception restart or late start is covered by the frame
-# selector keeping every unacknowledged keyframe (nodes/delivery.py)
-KEYFRAME_QOS_DEPTH = 200
+KEYFRAME_QOS_DEPTH = 50   # keyframes in DDS history per endpoint (with raw 640x480 depth: ~35 MB)
 
 
 def keyframe_qos():
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    return QoSProfile(depth=KEYFRAME_QOS_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+    """Keyframes between our own nodes (frame selector -> perception): RELIABLE, VOLATILE,
+    KEEP_LAST ``KEYFRAME_QOS_DEPTH``.
+
+    Keyframes carry full images, so nothing is kept in a transient-local history and the DDS
+    queues stay short. A consumer that starts late or restarts gets nothing from DDS history:
+    the frame selector keeps every unacknowledged keyframe (at most ``max_unacked_keyframes``,
+    oldest dropped first and counted) and resends them when a subscriber (re)appears or when
+    one stays unacknowledged for ``resend_after_s`` (nodes/delivery.py). A keyframe that falls
+    out of a full DDS queue is therefore resent, not lost."""
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=KEYFRAME_QOS_DEPTH,
+                      reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
 SERVICE_QUEUE_DEPTH = 1000

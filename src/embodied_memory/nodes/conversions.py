@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 from embodied_memory_interfaces.msg import Answer as AnswerMsg
@@ -34,6 +35,22 @@ def pose_to_msg(pose: Pose, stamp: float) -> PoseStamped:
     return msg
 
 
+def optional_pose_to_msg(pose: Optional[Pose], stamp: float) -> PoseStamped:
+    """A keyframe's or observation's pose; no pose is an empty header frame_id (zeros)."""
+    if pose is None:
+        msg = PoseStamped()
+        msg.header.stamp = to_time_msg(stamp)
+        return msg
+    msg = pose_to_msg(pose, stamp)
+    msg.header.frame_id = pose.frame_id or "map"
+    return msg
+
+
+def optional_pose_from_msg(msg: PoseStamped) -> Optional[Pose]:
+    """Inverse of :func:`optional_pose_to_msg`: None when the header has no frame_id."""
+    return pose_from_msg(msg) if msg.header.frame_id else None
+
+
 def _box(values) -> tuple[float, float, float, float]:
     return tuple(float(v) for v in values)  # type: ignore[return-value]
 
@@ -41,7 +58,7 @@ def _box(values) -> tuple[float, float, float, float]:
 def observation_from_msg(msg: ObservationMsg) -> Observation:
     return Observation(
         observation_id=msg.observation_id, stamp=from_time_msg(msg.header.stamp), episode_id=msg.episode_id,
-        pose=pose_from_msg(msg.pose), description=msg.description, description_json=msg.description_json,
+        pose=optional_pose_from_msg(msg.pose), description=msg.description, description_json=msg.description_json,
         keyframe_id=msg.keyframe_id, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id,
         image_path=msg.image_path, image_jpeg=bytes(msg.image.data) if len(msg.image.data) else None,
         text_embedding=as_vector(msg.text_embedding),
@@ -64,10 +81,10 @@ def _floats(vec) -> list[float]:
 def observation_to_msg(obs: Observation) -> ObservationMsg:
     msg = ObservationMsg()
     msg.header.stamp = to_time_msg(obs.stamp)
-    msg.header.frame_id = obs.pose.frame_id
+    msg.header.frame_id = obs.pose.frame_id if obs.pose is not None else ""
     msg.observation_id, msg.keyframe_id, msg.episode_id = obs.observation_id, obs.keyframe_id, obs.episode_id
     msg.segment_id, msg.waypoint_id = int(obs.segment_id), obs.waypoint_id
-    msg.pose = pose_to_msg(obs.pose, obs.stamp)
+    msg.pose = optional_pose_to_msg(obs.pose, obs.stamp)
     msg.description, msg.description_json, msg.image_path = obs.description, obs.description_json, obs.image_path
     if obs.image_jpeg:
         msg.image.format, msg.image.data = "jpeg", obs.image_jpeg

@@ -78,7 +78,9 @@ class AcknowledgedPublisher:
         self._unacked: OrderedDict[str, _Pending] = OrderedDict()
         self._subscribers = 0
         node.create_subscription(Ack, acks_topic, health.guard(self._on_ack, "ack"), ack_qos())
-        node.create_timer(period_s, health.guard(self._tick, f"{what} resend"))
+        # wall time (steady): resends must go on when /clock stops (use_sim_time, a replay that ended)
+        from .node_clock import steady_clock
+        node.create_timer(period_s, health.guard(self._tick, f"{what} resend"), clock=steady_clock())
         health.gauges[f"{what}s_unacknowledged"] = lambda: len(self._unacked)
 
     @property

@@ -11,15 +11,23 @@ Robot       (environment: robot) depth + camera info + colour + pose topics, Nav
 The explorer core (embodied_memory.explore) runs in one worker thread: it owns the simulator's
 GL context in ``environment: sim`` and serialises goals (a second goal while one runs is
 rejected).
+
+Time: episode ids, map and feedback stamps and a goal's ``max_duration_s`` are robot time, the
+node clock (/clock under ``use_sim_time``; nodes/node_clock.py); waits on the query agent and
+on worker threads are wall time.
+
+/diagnostics: ``count.goals_received | goals_rejected | goals_succeeded | goals_failed |
+goals_cancelled`` and the gauge ``goals_active``.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from action_msgs.msg import GoalStatus
 from embodied_memory_interfaces.action import Explore
 from embodied_memory_interfaces.srv import Ask
 from geometry_msgs.msg import Point
@@ -37,15 +45,27 @@ from ..explore.explorer import Explorer, ExplorerParams
 from ..explore.frontier_pruning import GeometricPruner, MllmPruner
 from ..explore.occupancy import GridParams
 from ..params import ExploreNodeParams
-from .common import node_params, run_node
+from .common import node_options, node_params, run_node
 from .conversions import answer_to_msg, grid_to_msg, pose_to_msg
+from .health import NodeHealth
 from .memory_client import RosExplorationMemory, RosMemoryClient
+from .node_clock import RobotDeadline, now_msg, now_s
+
+
+def episode_id_at(prefix: str, t: float) -> str:
+    """``prefix-YYYYmmddTHHMMSS-mmm`` of robot time ``t`` (UTC)."""
+    stamp = dt.datetime.fromtimestamp(t, tz=dt.timezone.utc)
+    return f"{prefix}-{stamp.strftime('%Y%m%dT%H%M%S')}-{stamp.microsecond // 1000:03d}"
 
 
 class ExploreNode(Node):
     def __init__(self, **kwargs):
-        super().__init__("explore", **kwargs)
+        super().__init__("explore", **node_options(kwargs))
         p = self.params = node_params(self, ExploreNodeParams)
+        self.health = NodeHealth(self)
+        self._running = 0
+        self._last_episode, self._repeats = "", 0
+        self.health.gauges["goals_active"] = lambda: self._running
         self._client = None
         if p.llm_base_url:
             from ..llm.chat_client import ChatClient, LLMConfig
@@ -91,7 +111,7 @@ class ExploreNode(Node):
         detector = _LazyCameraDetector(self._client, env)
         return env, detector, (lambda frame: vlm.describe([frame.image], {})[0])
 
-    def _explorer(self, use_recall: bool, deadline: float, goal_handle) -> Explorer:
+    def _explorer(self, use_recall: bool, deadline: RobotDeadline, goal_handle) -> Explorer:
         p = self.params
         grid = GridParams(resolution=p.grid_resolution_m, size_m=p.grid_size_m, origin_x=p.grid_origin_x,
                           origin_y=p.grid_origin_y, max_range=p.max_range_m)
@@ -99,6 +119,9 @@ class ExploreNode(Node):
                                 robot_radius_m=p.robot_radius_m, approach_radius_m=p.approach_radius_m,
                                 use_episodic_memory=use_recall, recall_top_k=p.recall_top_k,
                                 target_threshold=p.target_threshold, d_min_m=p.d_min_m, grid=grid)
+        stop = lambda: goal_handle.is_cancel_requested or deadline.expired()  # noqa: E731
+        if hasattr(self.env, "cancelled"):   # the robot's drives stop on cancel too, not only between steps
+            self.env.cancelled = stop
         verifier = MllmPlaceVerifier(self._client) if p.verifier == "mllm" else FeatureMatchVerifier()
         pruner = MllmPruner(self._client, p.d_min_m) if p.pruning == "mllm" else GeometricPruner(p.d_min_m)
         return Explorer(self.env, self.detector, params, store=self.memory, embedder=self.embedder,
@@ -106,62 +129,79 @@ class ExploreNode(Node):
                         recall=EpisodicRecall(self.memory, verifier, p.recall_top_k, p.target_threshold),
                         pruner=pruner, image_dir=Path(p.image_dir).expanduser(),
                         feedback=lambda ex, pose: self._on_step(goal_handle, ex, pose),
-                        should_stop=lambda: goal_handle.is_cancel_requested or time.monotonic() > deadline)
+                        should_stop=stop)
 
     # -- action ---------------------------------------------------------------------------------
     def _on_goal(self, goal) -> GoalResponse:
-        if not (goal.question.strip() or goal.target_description.strip()):
-            self.get_logger().warning("rejected an Explore goal with neither a question nor a target")
-            return GoalResponse.REJECT
-        if self._busy.locked():
-            self.get_logger().warning("rejected an Explore goal: another one is running")
+        self.health.count("goals_received")
+        problem = ("neither a question nor a target" if not (goal.question.strip() or goal.target_description.strip())
+                   else "another one is running" if self._busy.locked() else "")
+        if problem:
+            self.health.count("goals_rejected")
+            self.get_logger().warning(f"rejected an Explore goal: {problem}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
     def _execute(self, goal_handle):
         with self._busy:
-            g = goal_handle.request
-            target = g.target_description.strip() or g.question.strip()
-            episode_id = f"{self.params.episode_prefix}-{time.strftime('%Y%m%dT%H%M%S')}-{int(time.time() * 1000) % 1000:03d}"
-            deadline = time.monotonic() + (g.max_duration_s or self.params.max_duration_s)
-            explorer = self._explorer(g.use_episodic_memory, deadline, goal_handle)
-            if self.params.environment == "sim" and self.params.sim_restart_each_goal:
-                from ..sim.exploration import start_pose
-                self._worker.submit(self.env.teleport, *start_pose(self.params.sim_start)).result()
+            self._running += 1
             try:
-                result = self._worker.submit(explorer.run, target, episode_id, g.question.strip()).result()
-            except Exception as exc:  # noqa: BLE001 - the robot keeps serving goals; the error goes back
-                self.get_logger().error(f"exploration failed: {exc}")
-                goal_handle.abort()
-                return Explore.Result(success=False, message=f"exploration failed: {exc}")
-            self._publish_map(explorer, time.time())
-            out = Explore.Result(success=result.success, message=result.message, path_length_m=result.path_length_m,
-                                 steps=result.steps)
-            answer = self._answer(g.question.strip(), target, result)
-            if answer is not None:
-                out.answer = answer
-            recall = result.recall
-            self.get_logger().info(
-                f"episode {episode_id}: {'success' if result.success else 'failed'} ({result.message}), "
-                f"{result.path_length_m:.1f} m, {result.steps} steps"
-                + (f", recall: {recall.reason}" if recall else ""))
-            if goal_handle.is_cancel_requested:
-                out.message = "canceled"
-                goal_handle.canceled()
-            elif result.success:
-                goal_handle.succeed()
-            else:
-                goal_handle.abort()
-            return out
+                return self._run_goal(goal_handle)
+            finally:
+                self._running -= 1
+                status = goal_handle.status     # still executing if the goal raised: rclpy aborts it
+                self.health.count("goals_cancelled" if status == GoalStatus.STATUS_CANCELED else
+                                  "goals_succeeded" if status == GoalStatus.STATUS_SUCCEEDED else "goals_failed")
+
+    def _run_goal(self, goal_handle):
+        g = goal_handle.request
+        target = g.target_description.strip() or g.question.strip()
+        episode_id = episode_id_at(self.params.episode_prefix, now_s(self))
+        if episode_id == self._last_episode:    # a clock that stands still (a replay that ended)
+            self._repeats += 1
+            episode_id = f"{episode_id}-{self._repeats}"
+        else:
+            self._last_episode, self._repeats = episode_id, 0
+        deadline = RobotDeadline(self, g.max_duration_s or self.params.max_duration_s)
+        explorer = self._explorer(g.use_episodic_memory, deadline, goal_handle)
+        if self.params.environment == "sim" and self.params.sim_restart_each_goal:
+            from ..sim.exploration import start_pose
+            self._worker.submit(self.env.teleport, *start_pose(self.params.sim_start)).result()
+        try:
+            result = self._worker.submit(explorer.run, target, episode_id, g.question.strip()).result()
+        except Exception as exc:  # noqa: BLE001 - the robot keeps serving goals; the error goes back
+            self.get_logger().error(f"exploration failed: {exc}")
+            goal_handle.abort()
+            return Explore.Result(success=False, message=f"exploration failed: {exc}")
+        self._publish_map(explorer, now_s(self))
+        out = Explore.Result(success=result.success, message=result.message, path_length_m=result.path_length_m,
+                             steps=result.steps)
+        answer = self._answer(g.question.strip(), target, result)
+        if answer is not None:
+            out.answer = answer
+        recall = result.recall
+        self.get_logger().info(
+            f"episode {episode_id}: {'success' if result.success else 'failed'} ({result.message}), "
+            f"{result.path_length_m:.1f} m, {result.steps} steps"
+            + (f", recall: {recall.reason}" if recall else ""))
+        if goal_handle.is_cancel_requested:
+            out.message = "canceled"
+            goal_handle.canceled()
+        elif result.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return out
 
     def _answer(self, question: str, target: str, result):
         if question and self._ask is not None:
             if not self._ask.wait_for_service(timeout_sec=5.0):
                 return answer_to_msg(Answer(status="error", error=f"query agent {self.params.ask_service} not running"))
             done = threading.Event()
-            future = self._ask.call_async(Ask.Request(question=question))
+            # asked now in robot time (0 before the first /clock: the agent then uses its own clock)
+            future = self._ask.call_async(Ask.Request(question=question, as_of=now_msg(self)))
             future.add_done_callback(lambda _f: done.set())
-            if done.wait(60.0):
+            if done.wait(60.0):                 # a wait on a peer: wall time
                 return future.result().answer
             return answer_to_msg(Answer(status="error", error="the query agent did not answer in 60 s"))
         if result.success and result.target_xy is not None:
@@ -174,10 +214,11 @@ class ExploreNode(Node):
     def _on_step(self, goal_handle, explorer: Explorer, pose) -> None:
         fb = Explore.Feedback(cognitive_state=explorer.meta.state.value, step=explorer.step,
                               frontiers_remaining=len(explorer.frontiers), path_length_m=explorer.path_length)
-        fb.current_pose = pose_to_msg(pose, time.time())
+        stamp = now_s(self)
+        fb.current_pose = pose_to_msg(pose, stamp)
         fb.current_pose.header.frame_id = self.params.map_frame
         goal_handle.publish_feedback(fb)
-        self._publish_map(explorer, time.time())
+        self._publish_map(explorer, stamp)
 
     def _publish_map(self, explorer: Explorer, stamp: float) -> None:
         grid = explorer.grid

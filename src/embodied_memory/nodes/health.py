@@ -4,19 +4,27 @@ Every service callback goes through :func:`guard_service` (any exception becomes
 answer: ``success=false`` and the error's kind and message), every subscription callback
 through :meth:`NodeHealth.guard` (any exception becomes a counted, logged drop). Counters
 (drops by reason, queue sizes, totals) are published as ``diagnostic_msgs/DiagnosticArray``
-on ``/diagnostics`` every ``period_s``.
+on ``/diagnostics`` every ``period_s``: ``count.<key>`` and ``dropped.<reason>`` (totals since
+start), the gauges by their own names (queue lengths, ``*_total`` totals), and ``rate.<key>``:
+per second over the last ``RATE_WINDOW_S`` for every count, drop and ``*_total`` gauge.
+``embodied-memory status`` prints them (nodes/diagnostics_client.py).
 """
 from __future__ import annotations
 
+import os
 import threading
+import time
 import traceback
-from collections import Counter
+from collections import Counter, deque
 from typing import Callable
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 
+from .node_clock import steady_clock
+
 DIAGNOSTICS_TOPIC = "/diagnostics"
+RATE_WINDOW_S = 10.0       # rate.<key>: the change per second over about this long
 
 
 def error_text(exc: BaseException) -> str:
@@ -38,8 +46,10 @@ class NodeHealth:
         self.counts: Counter = Counter()
         self.drops: Counter = Counter()
         self.gauges: dict[str, Callable[[], float]] = {}
+        self._samples: deque[tuple[float, dict[str, float]]] = deque()   # (monotonic time, totals)
         self._pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
-        node.create_timer(period_s, self.publish)
+        # wall time: /diagnostics keeps coming when /clock stops (use_sim_time, a replay that ended)
+        node.create_timer(period_s, self.publish, clock=steady_clock())
 
     def count(self, key: str, n: int = 1) -> None:
         with self._lock:
@@ -69,23 +79,61 @@ class NodeHealth:
 
     def status(self) -> DiagnosticStatus:
         with self._lock:
-            values = [KeyValue(key=f"count.{k}", value=str(v)) for k, v in sorted(self.counts.items())]
-            values += [KeyValue(key=f"dropped.{k}", value=str(v)) for k, v in sorted(self.drops.items())]
+            totals = {f"count.{k}": float(v) for k, v in self.counts.items()}
+            totals.update({f"dropped.{k}": float(v) for k, v in self.drops.items()})
+        values = [KeyValue(key=k, value=str(int(v))) for k, v in sorted(totals.items())]
         for key, gauge in self.gauges.items():
             try:
-                values.append(KeyValue(key=key, value=str(gauge())))
+                value = gauge()
             except Exception as exc:  # noqa: BLE001 - a gauge must not stop the report
                 values.append(KeyValue(key=key, value=f"error: {error_text(exc)}"))
+                continue
+            values.append(KeyValue(key=key, value=str(value)))
+            if key.endswith("_total") and isinstance(value, (int, float)):
+                totals[key] = float(value)
+        values += [KeyValue(key=f"rate.{k.removeprefix('count.')}", value=f"{r:.3g}")
+                   for k, r in sorted(self._rates(totals).items())]
         drops = sum(self.drops.values())
         return DiagnosticStatus(level=DiagnosticStatus.WARN if drops else DiagnosticStatus.OK,
                                 name=self.node.get_fully_qualified_name(),
                                 hardware_id=self.node.get_name(),
                                 message=f"{drops} inputs dropped" if drops else "ok", values=values)
 
+    def _rates(self, totals: dict[str, float]) -> dict[str, float]:
+        """Per second since the oldest sample within the window (none on the first report)."""
+        now = time.monotonic()
+        with self._lock:
+            self._samples.append((now, totals))
+            while len(self._samples) > 2 and self._samples[1][0] <= now - RATE_WINDOW_S:
+                self._samples.popleft()
+            then, before = self._samples[0]
+        if now - then <= 0:
+            return {}
+        return {k: max(0.0, v - before.get(k, 0.0)) / (now - then) for k, v in totals.items()}
+
     def publish(self) -> None:
         msg = DiagnosticArray(status=[self.status()])
         msg.header.stamp = self.node.get_clock().now().to_msg()
         self._pub.publish(msg)
+
+
+def dir_bytes(path) -> int:
+    """Bytes of the files under ``path`` (a store's size on disk, its images included)."""
+    total, stack = 0, [os.fspath(os.path.expanduser(path))]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+            except OSError:   # removed meanwhile (forget, a checkpoint)
+                continue
+    return total
 
 
 def guard_service(node: Node, callback: Callable, name: str, health: "NodeHealth | None" = None) -> Callable:

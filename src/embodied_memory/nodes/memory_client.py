@@ -18,7 +18,9 @@ class MemoryServiceError(RuntimeError):
 
 class RosMemoryClient:
     """MemoryClient over the /memory/query service (safe to call from a service callback of a
-    multi-threaded executor: it waits on an event, not on the executor)."""
+    multi-threaded executor: it waits on an event, not on the executor).  ``timeout_s`` is a
+    wait on a peer: wall time, whatever use_sim_time says.  Arguments go through unchanged:
+    the question time ("now", "before") is the caller's (the agent's ToolBox)."""
 
     def __init__(self, node: Node, service: str, timeout_s: float):
         self._client = node.create_client(QueryMemory, service, qos_profile=service_qos(),
@@ -50,7 +52,7 @@ class RosExplorationMemory:
         from embodied_memory_interfaces.msg import EpisodeMap, Observation
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         qos = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
-        self._client, self._map_frame = client, map_frame
+        self._node, self._client, self._map_frame = node, client, map_frame
         self._obs_pub = node.create_publisher(Observation, observations_topic, qos)
         self._map_pub = node.create_publisher(EpisodeMap, maps_topic, qos)
         self._episode_map = EpisodeMap
@@ -82,8 +84,7 @@ class RosExplorationMemory:
         return [o.observation_id for o in observations]
 
     def save_occupancy_map(self, episode_id: str, grid, resolution: float, origin) -> None:
-        import time
-
         from .conversions import grid_to_msg
+        from .node_clock import now_s
         self._map_pub.publish(self._episode_map(episode_id=episode_id, map=grid_to_msg(
-            grid, resolution, origin, time.time(), self._map_frame)))
+            grid, resolution, origin, now_s(self._node), self._map_frame)))  # robot time

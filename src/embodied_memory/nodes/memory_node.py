@@ -1,4 +1,4 @@
-"""memory_node: writes observations into the MemoryStore and serves it.
+"""memory_node: writes observations into the MemoryStore and serves it (a managed node).
 
 Subscribes  /memory/observations (embodied_memory_interfaces/Observation),
             /memory/identity_merges (IdentityMerge),
@@ -11,6 +11,11 @@ Publishes   /memory/acks (Ack: stored, duplicate or rejected, per observation; n
             /memory/markers (visualization_msgs/MarkerArray, transient local), /diagnostics
 Every callback answers or counts: a malformed request gets success=false with the error's kind
 and message, and the node keeps serving.
+
+Lifecycle (nodes/lifecycle.py): unconfigured = parameters only; configure opens the store (a
+bad data directory or backend fails it, the reason logged) and creates the publishers; activate
+creates the subscriptions, services and the marker timer; deactivate destroys them (senders keep
+what is not acknowledged and send it again on activation); cleanup closes the store.
 """
 from __future__ import annotations
 
@@ -22,7 +27,6 @@ from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from embodied_memory_interfaces.srv import Forget, GetMemoryStats, NameIdentity, QueryMemory
 from geometry_msgs.msg import Point
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
@@ -31,57 +35,117 @@ from ..params import MemoryNodeParams, StoreParams
 from ..store import open_store
 from ..store.errors import StoreError, StoreWriteError
 from ..store.image_files import insert_with_images, sweep_partial_images
-from .common import forgotten_qos, node_params, run_node, service_qos, to_time_msg
+from .common import forgotten_qos, node_options, node_params, run_node, service_qos, to_time_msg
 from .conversions import grid_from_msg, observation_from_msg
 from .delivery import AckPublisher
 from .health import NodeHealth
+from .node_clock import now_s, steady_clock, waiting_for_clock
+from .lifecycle import DRAIN_TIMEOUT_S, ManagedNode, NotActiveError, ServingGate
 
 
 MAX_INSERT_TRIES = 3   # an observation that fails unexpectedly this often is rejected (no endless resends)
 
 
-class MemoryNode(Node):
+class MemoryNode(ManagedNode):
     def __init__(self, **kwargs):
-        super().__init__("memory", **kwargs)
+        super().__init__("memory", **node_options(kwargs))
         self.params = node_params(self, MemoryNodeParams)
+        self.store = None                      # opened by configure
+        self.health = h = NodeHealth(self)
+        h.gauges["observations_stored_total"] = lambda: self.store.observation_count() if self.store else "n/a"
+        h.gauges["store_bytes_on_disk"] = lambda: self.store.bytes_on_disk() if self.store else "n/a"
+        self._gate = ServingGate()             # open while active
+        self._serving: list = []               # (destroy, entity): what activate created
+        self._writes = MutuallyExclusiveCallbackGroup()
+        self._reads = ReentrantCallbackGroup()
+        self._acks = self._forgotten_pub = self._markers_pub = None
+        self._warm_up: threading.Thread | None = None
+        self._forgotten_sent: set[str] = set()
+        self._failures: dict[str, int] = {}   # observation id -> unexpected insert failures so far
+        self._dirty = threading.Event()
+        self.start_serving(self.params.autostart)
+
+    # -- lifecycle (ManagedNode's transitions call these) -------------------------------------------
+    def _configure(self) -> None:
+        p = self.params
         store_fields = StoreParams.__dataclass_fields__
-        self.store = open_store(StoreParams(**{k: getattr(self.params, k) for k in store_fields}))
-        self.get_logger().info(f"memory store ({self.params.backend}) at {self.store.data_dir}: "
+        self.store = open_store(StoreParams(**{k: getattr(p, k) for k in store_fields}))
+        self.get_logger().info(f"memory store ({p.backend}) at {self.store.data_dir}: "
                                f"{self.store.observation_count()} observations")
         sweep_partial_images(self.store.images_dir)
-        threading.Thread(target=self.store.warm_up, name="index_warm_up", daemon=True).start()
-        self.health = h = NodeHealth(self)
-        writes = MutuallyExclusiveCallbackGroup()
-        reads = ReentrantCallbackGroup()
-        p = self.params
-        self._acks = AckPublisher(self, p.acks_topic)
-        self._failures: dict[str, int] = {}   # observation id -> unexpected insert failures so far
-        self._forgotten_pub = self.create_publisher(IdentityForgotten, p.forgotten_topic, forgotten_qos())
-        self.create_subscription(ObservationMsg, p.observations_topic, h.guard(self._on_observation, "observation"),
-                                 QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE),
-                                 callback_group=writes)
-        self.create_subscription(IdentityMerge, p.merges_topic, h.guard(self._on_merge, "identity merge"),
-                                 QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)
-        self.create_subscription(EpisodeMap, p.episode_maps_topic, h.guard(self._on_episode_map, "episode map"),
-                                 QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)
-        self.create_service(QueryMemory, "/memory/query", h.guard_service(self._on_query, "query"),
-                            qos_profile=service_qos(), callback_group=reads)
-        self.create_service(GetMemoryStats, "/memory/stats", h.guard_service(self._on_stats, "stats"),
-                            qos_profile=service_qos(), callback_group=reads)
-        self.create_service(Forget, "/memory/forget", h.guard_service(self._on_forget, "forget"),
-                            qos_profile=service_qos(), callback_group=writes)
-        self.create_service(NameIdentity, "/memory/name_identity", h.guard_service(self._on_name, "name_identity"),
-                            qos_profile=service_qos(), callback_group=writes)
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
-        self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, latched)
-        self._dirty = threading.Event()
-        self._dirty.set()
-        self.create_timer(p.markers_period_s, h.guard(self._publish_markers, "markers"), callback_group=reads)
-        h.gauges["observations_stored_total"] = self.store.observation_count
-        for identity in self.store.forgotten_identities():   # a perception node that starts later forgets them too
-            self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(), identity_id=identity))
+        self._warm_up = threading.Thread(target=self.store.warm_up, name="index_warm_up", daemon=True)
+        self._warm_up.start()
+        if self._acks is None:   # transient local: created once, their history outlives a cleanup
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                 reliability=ReliabilityPolicy.RELIABLE)
+            self._acks = AckPublisher(self, p.acks_topic)
+            self._forgotten_pub = self.create_publisher(IdentityForgotten, p.forgotten_topic, forgotten_qos())
+            self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, latched)
 
+    def _activate(self) -> None:
+        p, h = self.params, self.health
+        writes, reads = self._writes, self._reads
+        self._gate.open()
+        add = self._serving.append
+        add((self.destroy_subscription, self.create_subscription(
+            ObservationMsg, p.observations_topic, h.guard(self._gated(self._on_observation), "observation"),
+            QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)))
+        add((self.destroy_subscription, self.create_subscription(
+            IdentityMerge, p.merges_topic, h.guard(self._gated(self._on_merge), "identity merge"),
+            QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)))
+        add((self.destroy_subscription, self.create_subscription(
+            EpisodeMap, p.episode_maps_topic, h.guard(self._gated(self._on_episode_map), "episode map"),
+            QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)))
+        for srv_type, name, callback, group in (
+                (QueryMemory, "/memory/query", self._on_query, reads),
+                (GetMemoryStats, "/memory/stats", self._on_stats, reads),
+                (Forget, "/memory/forget", self._on_forget, writes),
+                (NameIdentity, "/memory/name_identity", self._on_name, writes)):
+            add((self.destroy_service, self.create_service(
+                srv_type, name, h.guard_service(self._gated(callback, refuse=True), name.rsplit("/", 1)[-1]),
+                qos_profile=service_qos(), callback_group=group)))
+        self._dirty.set()
+        add((self.destroy_timer, self.create_timer(p.markers_period_s, h.guard(self._gated(self._publish_markers),
+                                                                               "markers"), callback_group=reads, clock=steady_clock())))
+        for identity in self.store.forgotten_identities():   # a perception node that starts later forgets them too
+            if identity not in self._forgotten_sent:
+                self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(),
+                                                              identity_id=identity))
+                self._forgotten_sent.add(identity)
+
+    def _stop_serving(self) -> None:
+        """Not active any more: nothing new starts; what runs finishes (bounded); the
+        subscriptions and services go, so senders keep their records and clients see no server."""
+        if not self._gate.close(DRAIN_TIMEOUT_S):
+            self.get_logger().warning(f"callbacks still running after {DRAIN_TIMEOUT_S:.0f} s")
+        serving, self._serving = self._serving, []
+        for destroy, entity in serving:
+            destroy(entity)
+
+    def release(self) -> None:
+        """Back to unconfigured (cleanup, shutdown, an error): close the store."""
+        self._stop_serving()
+        if self._warm_up is not None:
+            self._warm_up.join(DRAIN_TIMEOUT_S)
+            self._warm_up = None
+        store, self.store = self.store, None
+        if store is not None:
+            store.close()
+
+    def _gated(self, callback, refuse: bool = False):
+        """``callback`` only while active: an input is then not acknowledged (its sender sends it
+        again), a request gets success=false (``refuse``)."""
+        def gated(*args):
+            with self._gate.entered() as active:
+                if active:
+                    return callback(*args)
+            if refuse:
+                raise NotActiveError(f"the memory node is {self.lifecycle_state}, not active")
+            self.health.count("inputs_while_inactive")
+            return None
+        return gated
+
+    # -- inputs and requests (active) -------------------------------------------------------------
     def _on_observation(self, msg: ObservationMsg) -> None:
         try:
             obs = observation_from_msg(msg)
@@ -174,7 +238,10 @@ class MemoryNode(Node):
                     stamp=self.get_clock().now().to_msg(), identity_id=result["identity_id"],
                     aliases=list(result.get("aliases", []))))
         elif request.mode == Forget.Request.MODE_OLDER_THAN:
-            result = self.store.forget_older_than(request.older_than_hours, dry_run=request.dry_run)
+            # robot time: with use_sim_time a replayed day is not "older than" the wall clock's now
+            if waiting_for_clock(self):
+                raise StoreError("forget older_than: use_sim_time is set but no /clock received yet")
+            result = self.store.forget_older_than(request.older_than_hours, now=now_s(self), dry_run=request.dry_run)
         elif request.mode == Forget.Request.MODE_EPISODE:
             result = self.store.forget_episode(request.episode_id, dry_run=request.dry_run)
         else:
@@ -217,7 +284,8 @@ class MemoryNode(Node):
         self._markers_pub.publish(markers)
 
     def close(self) -> None:
-        self.store.close()
+        """The process ends (run_node): whatever the state, close the store."""
+        self.release()
 
 
 def main() -> None:

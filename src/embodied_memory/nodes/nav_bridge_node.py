@@ -10,6 +10,15 @@ on one of three backends:
 
 Every backend gives feedback and honours cancellation, a timeout (goal ``timeout_s`` or
 ``default_timeout_s``) and preemption (a new goal aborts the running one).
+
+Time: stamps (feedback, final pose, sim odometry, Nav2 goals), the goal timeout and the
+"seen after arrival" check of ``verify_person_id`` are robot time, the node clock (/clock under
+``use_sim_time``; see nodes/node_clock.py); waits on backend servers and services
+(``server_wait_s``, the localisation call) and the simulated base's stepping are wall time.
+
+/diagnostics: ``count.goals_received | goals_rejected | goals_succeeded | goals_failed |
+goals_cancelled`` (failures also by reason: ``count.goals_failed.timeout`` ...) and the gauge
+``goals_active``.
 """
 from __future__ import annotations
 
@@ -27,10 +36,13 @@ from ..nav.sim_base import SimBase, SimBaseParams
 from ..nav.waypoints import WaypointTable
 from ..params import NavBridgeNodeParams
 from ..types import Pose
-from .common import node_params, run_node
+from .common import node_options, node_params, run_node
 from .conversions import pose_from_msg, pose_to_msg
+from .health import NodeHealth
+from .node_clock import Deadline, RobotDeadline, WallDeadline, now_s, steady_clock
 
 R = NavigateToWaypoint.Result
+FAILURE_REASONS = {getattr(R, n): n[len("ERROR_"):].lower() for n in dir(R) if n.startswith("ERROR_")}
 
 
 class _Abort(Exception):
@@ -41,7 +53,7 @@ class _Abort(Exception):
 
 class NavBridgeNode(Node):
     def __init__(self, **kwargs):
-        super().__init__("nav_bridge", **kwargs)
+        super().__init__("nav_bridge", **node_options(kwargs))
         p = self.params = node_params(self, NavBridgeNodeParams)
         self.waypoints = WaypointTable.from_yaml(p.waypoints_file) if p.waypoints_file else WaypointTable()
         self.sim = SimBase(SimBaseParams(speed=p.sim_speed, start_x=p.sim_start_x, start_y=p.sim_start_y)) \
@@ -50,6 +62,9 @@ class NavBridgeNode(Node):
         self._lock = threading.Lock()
         self._active: ServerGoalHandle | None = None
         self._preempted: set = set()
+        self._running = 0                    # goals executing (briefly two while one preempts another)
+        self.health = NodeHealth(self)
+        self.health.gauges["goals_active"] = lambda: self._running
         self._nav2 = self._graphnav = self._localize = None
         if p.backend == "nav2":
             from nav2_msgs.action import NavigateToPose
@@ -63,7 +78,9 @@ class NavBridgeNode(Node):
         if self.sim is not None:   # a simulated base reports its pose like a robot's odometry
             from nav_msgs.msg import Odometry
             self._odom_pub = self.create_publisher(Odometry, p.sim_odom_topic, 10)
-            self.create_timer(1.0 / p.sim_rate_hz, self._publish_sim_odom, callback_group=self._group)
+            # the simulated base moves in wall time: its odometry keeps coming when /clock stops
+            self.create_timer(1.0 / p.sim_rate_hz, self.health.guard(self._publish_sim_odom, "sim odometry"),
+                              callback_group=self._group, clock=steady_clock())
         self._server = ActionServer(self, NavigateToWaypoint, p.action_name, execute_callback=self._execute,
                                     goal_callback=self._on_goal,
                                     cancel_callback=lambda _g: CancelResponse.ACCEPT,
@@ -74,7 +91,7 @@ class NavBridgeNode(Node):
     def _publish_sim_odom(self) -> None:
         from nav_msgs.msg import Odometry
         msg = Odometry(child_frame_id="base_link")
-        stamped = pose_to_msg(self.sim.pose, time.time())
+        stamped = pose_to_msg(self.sim.pose, now_s(self))
         msg.header = stamped.header
         msg.header.frame_id = self.params.map_frame
         msg.pose.pose = stamped.pose
@@ -89,7 +106,9 @@ class NavBridgeNode(Node):
                    "timeout_s is negative" if goal.timeout_s < 0 else
                    "waypoint_id or verify_person_id is longer than 256 characters"
                    if max(len(goal.waypoint_id), len(goal.verify_person_id)) > 256 else "")
+        self.health.count("goals_received")
         if problem:
+            self.health.count("goals_rejected")
             self.get_logger().warning(f"rejected a navigation goal: {problem}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
@@ -101,19 +120,21 @@ class NavBridgeNode(Node):
             self._active = goal_handle
         goal_handle.execute()
 
-    def _check(self, goal_handle: ServerGoalHandle, deadline: float) -> None:
+    def _check(self, goal_handle: ServerGoalHandle, deadline: Deadline | None) -> None:
         if goal_handle.is_cancel_requested:
             raise _Abort(R.ERROR_CANCELED, "canceled")
         if id(goal_handle) in self._preempted:
             raise _Abort(R.ERROR_PREEMPTED, "preempted by a newer goal")
-        if time.monotonic() > deadline:
+        if deadline is not None and deadline.expired():
             raise _Abort(R.ERROR_TIMEOUT, "timed out")
 
     def _execute(self, goal_handle: ServerGoalHandle):
         goal = goal_handle.request
-        start = time.monotonic()
-        deadline = start + (goal.timeout_s or self.params.default_timeout_s)
+        # the goal's timeout is robot time: a simulator at half speed gets twice the wall time
+        deadline = RobotDeadline(self, goal.timeout_s or self.params.default_timeout_s)
         result = R()
+        with self._lock:
+            self._running += 1
         try:
             if self.params.backend == "graphnav":
                 final = self._run_graphnav(goal_handle, goal, deadline)
@@ -122,7 +143,7 @@ class NavBridgeNode(Node):
                 final = (self._run_sim if self.params.backend == "sim" else self._run_nav2)(goal_handle, target, deadline)
             result.success, result.error_code, result.message = True, R.ERROR_NONE, "arrived"
             if final is not None:
-                result.final_pose = pose_to_msg(final, time.time())
+                result.final_pose = pose_to_msg(final, now_s(self))
             if goal.verify_person_id:
                 result.person_verified = self._verify_person(goal_handle, goal.verify_person_id, deadline)
                 if not result.person_verified:
@@ -147,19 +168,33 @@ class NavBridgeNode(Node):
             self.get_logger().error(f"goal {goal.waypoint_id[:80] or 'pose'} failed: {result.message}")
         finally:
             self._preempted.discard(id(goal_handle))
-        result.elapsed_s = time.monotonic() - start
+            with self._lock:
+                self._running -= 1
+        self._count_outcome(result)
+        result.elapsed_s = deadline.elapsed()
         return result
+
+    def _count_outcome(self, result) -> None:
+        if result.success:
+            self.health.count("goals_succeeded")
+        elif result.error_code == R.ERROR_CANCELED:
+            self.health.count("goals_cancelled")
+        else:
+            self.health.count("goals_failed")
+            self.health.count(f"goals_failed.{FAILURE_REASONS.get(result.error_code, 'other')}")
 
     def _verify_person(self, goal_handle, person: str, deadline: float) -> bool:
         """HUMEMBR's check on arrival: the camera keeps streaming through perception into the
-        memory; wait for a sighting of ``person`` made after arrival."""
+        memory; wait for a sighting of ``person`` made after arrival.  Sightings carry their
+        image's stamp, so "after arrival" and the wait are robot time (the node clock); the goal
+        timeout does not cut the check short."""
         from .memory_client import MemoryServiceError, RosMemoryClient
         if not hasattr(self, "_memory"):
             self._memory = RosMemoryClient(self, self.params.memory_query_service, 5.0)
-        arrived = time.time()
-        end = time.monotonic() + self.params.verify_person_timeout_s
-        while time.monotonic() < end:
-            self._check(goal_handle, max(deadline, end))
+        arrived = now_s(self)
+        window = RobotDeadline(self, self.params.verify_person_timeout_s)
+        while not window.expired():
+            self._check(goal_handle, None)
             try:
                 seen = self._memory.call("person_observations", {"person": person, "t_start": arrived - 1.0})
             except MemoryServiceError as exc:
@@ -168,7 +203,7 @@ class NavBridgeNode(Node):
                 seen = []
             if seen:
                 return True
-            time.sleep(0.5)
+            time.sleep(0.5)          # a thread wait between polls (wall)
         return False
 
     def _target(self, goal) -> Pose:
@@ -186,11 +221,11 @@ class NavBridgeNode(Node):
     def _feedback(self, goal_handle, pose: Pose | None, remaining: float, status: str) -> None:
         fb = NavigateToWaypoint.Feedback(distance_remaining=float(remaining), status=status)
         if pose is not None:
-            fb.current_pose = pose_to_msg(pose, time.time())
+            fb.current_pose = pose_to_msg(pose, now_s(self))
         goal_handle.publish_feedback(fb)
 
     # -- backends ----------------------------------------------------------------------------
-    def _run_sim(self, goal_handle, target: Pose, deadline: float) -> Pose:
+    def _run_sim(self, goal_handle, target: Pose, deadline: Deadline) -> Pose:
         if not self.sim.reachable(target):
             raise _Abort(R.ERROR_UNREACHABLE, f"({target.x:.1f}, {target.y:.1f}) is outside the simulated map")
         period = 1.0 / self.params.sim_rate_hz
@@ -200,9 +235,9 @@ class NavBridgeNode(Node):
             self._feedback(goal_handle, self.sim.pose, remaining, "driving")
             if remaining <= self.params.arrive_tolerance_m:
                 return self.sim.pose
-            time.sleep(period)
+            time.sleep(period)       # the simulated base steps in wall time
 
-    def _wait(self, future, goal_handle, deadline, downstream=None):
+    def _wait(self, future, goal_handle, deadline: Deadline, downstream=None):
         """Wait for a future while honouring cancel / preemption / timeout (cancelling downstream)."""
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
@@ -224,10 +259,10 @@ class NavBridgeNode(Node):
             raise _Abort(R.ERROR_UNREACHABLE, f"the {self.params.backend} server rejected the goal")
         return sent, self._wait(sent.get_result_async(), goal_handle, deadline, downstream=sent)
 
-    def _run_nav2(self, goal_handle, target: Pose, deadline: float) -> Pose | None:
+    def _run_nav2(self, goal_handle, target: Pose, deadline: Deadline) -> Pose | None:
         from action_msgs.msg import GoalStatus
         from nav2_msgs.action import NavigateToPose
-        msg = NavigateToPose.Goal(pose=pose_to_msg(target, time.time()))
+        msg = NavigateToPose.Goal(pose=pose_to_msg(target, now_s(self)))
         msg.pose.header.frame_id = self.params.map_frame
         last = {}
 
@@ -240,7 +275,7 @@ class NavBridgeNode(Node):
                          f"{response.result.error_code}: {response.result.error_msg or 'no message'})")
         return last.get("pose")
 
-    def _run_graphnav(self, goal_handle, goal, deadline: float) -> Pose | None:
+    def _run_graphnav(self, goal_handle, goal, deadline: Deadline) -> Pose | None:
         from spot_msgs.action import NavigateTo
         from spot_msgs.srv import GraphNavGetLocalizationPose
         waypoint = goal.waypoint_id
@@ -258,7 +293,7 @@ class NavBridgeNode(Node):
             raise _Abort(R.ERROR_UNREACHABLE, f"graphnav failed: {response.result.message}")
         if self._localize.wait_for_service(timeout_sec=1.0):
             loc = self._wait(self._localize.call_async(GraphNavGetLocalizationPose.Request()), goal_handle,
-                             time.monotonic() + 5.0)
+                             WallDeadline(5.0))      # a service call: wall time
             if loc.success:
                 pose = pose_from_msg(loc.pose)
                 self.waypoints.learn(waypoint, pose)

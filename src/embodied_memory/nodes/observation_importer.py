@@ -13,13 +13,14 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ..config import ConfigError
 from ..params import ObservationImporterParams
 from ..records_io import observation_from_dict
-from .common import node_params, run_node
+from .common import node_options, node_params, run_node
 from .conversions import observation_to_msg
+from .node_clock import steady_clock
 
 
 class ObservationImporter(Node):
     def __init__(self, **kwargs):
-        super().__init__("observation_importer", **kwargs)
+        super().__init__("observation_importer", **node_options(kwargs))
         self.params = node_params(self, ObservationImporterParams)
         self.records = self._read(self.params.input_path)
         self._pub = self.create_publisher(ObservationMsg, self.params.observations_topic,
@@ -27,7 +28,7 @@ class ObservationImporter(Node):
         self._next = 0
         self.exit_code = None
         self._waited_since = time.monotonic()
-        self._timer = self.create_timer(1.0 / self.params.rate_hz, self._tick)
+        self._timer = self.create_timer(1.0 / self.params.rate_hz, self._tick, clock=steady_clock())   # wall rate, sim time or not
 
     @staticmethod
     def _read(path: str) -> list:

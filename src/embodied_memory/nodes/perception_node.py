@@ -8,6 +8,13 @@ decoded is acknowledged as dropped, so the frame selector stops keeping it; a fu
 accepts nothing more, so the frame selector sends it again later. ``/memory/forgotten_identities``
 (from the memory node, on an operator's forget request) makes it drop the identity's face and
 re-ID points at once.
+
+Lifecycle (nodes/lifecycle.py): configure loads the models and the identity state (missing
+weights fail it, the reason logged) and starts the worker; activate subscribes to keyframes
+and lets the worker take them; deactivate unsubscribes (the frame selector keeps what is not
+accepted) and the worker stops taking keyframes after the one in hand; cleanup stops the worker
+and releases the models. Keyframes accepted but not perceived stay queued, and observations
+not yet acknowledged stay kept and are still delivered, across deactivate and cleanup.
 """
 from __future__ import annotations
 
@@ -19,17 +26,17 @@ from collections import OrderedDict
 from embodied_memory_interfaces.msg import Ack, IdentityForgotten, IdentityMerge
 from embodied_memory_interfaces.msg import Keyframe as KeyframeMsg
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
-from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg
 from ..params import PerceptionNodeParams
 from ..perception.pipeline import Perception, PerceptionParams
 from ..types import Keyframe
-from .common import forgotten_qos, from_time_msg, keyframe_qos, node_params, run_node, to_time_msg
-from .conversions import observation_to_msg, pose_from_msg
+from .common import forgotten_qos, from_time_msg, keyframe_qos, node_options, node_params, run_node, to_time_msg
+from .conversions import observation_to_msg, optional_pose_from_msg
 from .delivery import AckPublisher, AcknowledgedPublisher
 from .health import NodeHealth
+from .lifecycle import DRAIN_TIMEOUT_S, ManagedNode, ServingGate
 
 RECENT_KEYFRAMES = 2000   # keyframe ids already queued or perceived (a resent keyframe is not perceived twice)
 
@@ -38,22 +45,13 @@ def merge_id(msg: IdentityMerge) -> str:
     return f"merge:{msg.absorbed_id}>{msg.surviving_id}"
 
 
-class PerceptionNode(Node):
+class PerceptionNode(ManagedNode):
     def __init__(self, **kwargs):
-        super().__init__("perception", **kwargs)
+        super().__init__("perception", **node_options(kwargs))
         p = self.params = node_params(self, PerceptionNodeParams)
-        core = {f.name: getattr(p, f.name) for f in dataclasses.fields(PerceptionParams)}
-        self.perception = Perception(PerceptionParams(**core))  # missing weights: error naming the parameter
+        self.perception: Perception | None = None   # loaded by configure
         self.health = h = NodeHealth(self)
-        reliable = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
-        self._observations = AcknowledgedPublisher(
-            self, ObservationMsg, p.observations_topic, reliable, acks_topic=p.acks_topic, health=h,
-            id_of=lambda m: m.observation_id, what="observation", max_unacked=p.max_unacked_observations,
-            resend_after_s=p.resend_after_s)
-        self._merges = AcknowledgedPublisher(
-            self, IdentityMerge, p.merges_topic, reliable, acks_topic=p.acks_topic, health=h, id_of=merge_id,
-            what="identity_merge", max_unacked=10_000, resend_after_s=p.resend_after_s)
-        self._acks = AckPublisher(self, p.acks_topic)
+        self._observations = self._merges = self._acks = None   # created by the first configure
         self._queue: queue.Queue = queue.Queue(maxsize=p.max_queued_keyframes)
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._in_work: set[str] = set()            # queued or being perceived
@@ -62,20 +60,83 @@ class PerceptionNode(Node):
         self.processed = 0
         h.gauges["keyframes_perceived"] = lambda: self.processed
         h.gauges["keyframes_queued"] = self._queue.qsize
-        h.gauges["sightings_of_forgotten_faces_not_recorded"] = lambda: self.perception.suppressed_sightings
-        self.create_subscription(KeyframeMsg, p.keyframes_topic, h.guard(self._on_keyframe, "keyframe"), keyframe_qos())
-        self.create_subscription(IdentityForgotten, p.forgotten_topic,
-                                 h.guard(self._on_forgotten, "forgotten identity"), forgotten_qos())
-        self._stop = threading.Event()
+        h.gauges["sightings_of_forgotten_faces_not_recorded"] = \
+            lambda: self.perception.suppressed_sightings if self.perception else "n/a"
+        self._gate = ServingGate()                 # open while active
+        self._taking = threading.Event()           # set while active: the worker takes keyframes
+        self._stop = threading.Event()             # set by cleanup: the worker ends
+        self._worker: threading.Thread | None = None
+        self._keyframes_sub = self._forgotten_sub = None
+        self.start_serving(p.autostart)
+
+    # -- lifecycle (ManagedNode's transitions call these) -------------------------------------------
+    def _configure(self) -> None:
+        p, h = self.params, self.health
+        core = {f.name: getattr(p, f.name) for f in dataclasses.fields(PerceptionParams)}
+        self.perception = Perception(PerceptionParams(**core))  # missing weights: error naming the parameter
+        if self._observations is None:   # created once: what they keep outlives a cleanup
+            reliable = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
+            self._observations = AcknowledgedPublisher(
+                self, ObservationMsg, p.observations_topic, reliable, acks_topic=p.acks_topic, health=h,
+                id_of=lambda m: m.observation_id, what="observation", max_unacked=p.max_unacked_observations,
+                resend_after_s=p.resend_after_s)
+            self._merges = AcknowledgedPublisher(
+                self, IdentityMerge, p.merges_topic, reliable, acks_topic=p.acks_topic, health=h, id_of=merge_id,
+                what="identity_merge", max_unacked=10_000, resend_after_s=p.resend_after_s)
+            self._acks = AckPublisher(self, p.acks_topic)
+        self.forgotten = set()   # the memory's transient-local history applies every forget to these identities
+        self._forgotten_sub = self.create_subscription(
+            IdentityForgotten, p.forgotten_topic, h.guard(self._on_forgotten, "forgotten identity"), forgotten_qos())
+        self._stop.clear()
         self._worker = threading.Thread(target=self._work, name="perception", daemon=True)
         self._worker.start()
-        for absorbed, survivor in self.perception.take_merges():   # recomputed from the identity journal
-            self._publish_merge(absorbed, survivor)
         self.get_logger().info(f"perception: {self.perception.describer.name} describer, "
                                f"{p.person_detector} people, {p.face_backend} faces")
 
+    def _activate(self) -> None:
+        self._gate.open()
+        self._taking.set()
+        self._keyframes_sub = self.create_subscription(
+            KeyframeMsg, self.params.keyframes_topic, self.health.guard(self._on_keyframe, "keyframe"),
+            keyframe_qos())
+        for absorbed, survivor in self.perception.take_merges():   # recomputed from the identity journal
+            self._publish_merge(absorbed, survivor)
+
+    def _stop_serving(self) -> None:
+        """Takes no keyframes any more (the frame selector keeps them); the worker finishes the
+        one in hand and waits."""
+        self._gate.close(DRAIN_TIMEOUT_S)
+        self._taking.clear()
+        sub, self._keyframes_sub = self._keyframes_sub, None
+        if sub is not None:
+            self.destroy_subscription(sub)
+
+    def release(self) -> None:
+        """Back to unconfigured: stop the worker, release the models (the identity state is saved)."""
+        self._stop_serving()
+        sub, self._forgotten_sub = self._forgotten_sub, None
+        if sub is not None:
+            self.destroy_subscription(sub)
+        self._stop.set()
+        if self._worker is not None:
+            self._worker.join(timeout=DRAIN_TIMEOUT_S)
+            if self._worker.is_alive():   # a model call that does not return: do not close under it
+                raise RuntimeError(f"the perception worker did not stop in {DRAIN_TIMEOUT_S:.0f} s; identity "
+                                   "state saved as of its last keyframe")
+            self._worker = None
+        perception, self.perception = self.perception, None
+        if perception is not None:
+            perception.close()
+
     # -- the subscription: queue, never perceive here ------------------------------------------
     def _on_keyframe(self, msg: KeyframeMsg) -> None:
+        with self._gate.entered() as active:
+            if active:
+                self._take_keyframe(msg)
+            else:   # not acknowledged: the frame selector keeps it and sends it again
+                self.health.count("keyframes_while_inactive")
+
+    def _take_keyframe(self, msg: KeyframeMsg) -> None:
         with self._lock:
             if msg.keyframe_id in self._recent:   # sent again: say where it is, so it is not resent forever
                 self.health.count("keyframes_already_perceived")
@@ -101,17 +162,32 @@ class PerceptionNode(Node):
     # -- the worker ------------------------------------------------------------------------------
     def _work(self) -> None:
         while not self._stop.is_set():
+            if not self._taking.wait(0.2):   # inactive: what is queued waits for the next activation
+                continue
             try:
                 msg = self._queue.get(timeout=0.2)
             except queue.Empty:
                 continue
+            requeued = False
             try:
-                self._perceive(msg)
+                requeued = self._perceive(msg)
             except Exception as exc:  # noqa: BLE001 - the worker must survive anything one keyframe does
                 self._drop(msg, "perception_error", f"{type(exc).__name__}: {exc}")
             finally:
-                with self._lock:
-                    self._in_work.discard(msg.keyframe_id)
+                if not requeued:
+                    with self._lock:
+                        self._in_work.discard(msg.keyframe_id)
+
+    def _put_back(self, msg: KeyframeMsg) -> bool:
+        """Stopping before the keyframe was perceived: queue it again for the next configuration
+        (True); a full queue forgets it, and the frame selector sends it again on activation."""
+        try:
+            self._queue.put_nowait(msg)
+            return True
+        except queue.Full:
+            with self._lock:
+                self._recent.pop(msg.keyframe_id, None)
+            return False
 
     def _keyframe(self, msg: KeyframeMsg) -> Keyframe:
         image = decode_image_msg(msg.compressed_image if len(msg.compressed_image.data) else msg.image)
@@ -125,31 +201,35 @@ class PerceptionNode(Node):
                 self.get_logger().warning(f"keyframe {msg.keyframe_id}: depth ignored: {exc}")
         k = msg.camera_info.k
         intrinsics = (float(k[0]), float(k[4]), float(k[2]), float(k[5])) if k[0] > 0 else None
-        return Keyframe(msg.keyframe_id, from_time_msg(msg.header.stamp), msg.episode_id, pose_from_msg(msg.pose),
+        return Keyframe(msg.keyframe_id, from_time_msg(msg.header.stamp), msg.episode_id, optional_pose_from_msg(msg.pose),
                         image, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id, depth=depth,
                         intrinsics=intrinsics, selection_score=msg.selection_score)
 
-    def _perceive(self, msg: KeyframeMsg) -> None:
+    def _perceive(self, msg: KeyframeMsg) -> bool:
+        """Perceive one keyframe and publish its observations; True when it was queued again."""
         try:
             kf = self._keyframe(msg)
         except ImageDecodeError as exc:
             self._drop(msg, "undecodable_image", str(exc))
-            return
+            return False
         for attempt in range(1, self.params.max_attempts + 1):
             try:   # a retry reuses the people (and identities) of the failed attempt: no face counted twice
                 observations = self.perception.process([kf])
                 break
             except Exception as exc:  # noqa: BLE001 - e.g. the VLM endpoint is down: wait, try again
-                if attempt == self.params.max_attempts or self._stop.is_set():
+                if self._stop.is_set() or not self.context.ok():   # cleanup or the process ends: not a failure
+                    self.perception.forget_attempt(kf.keyframe_id)
+                    return self._put_back(msg)
+                if attempt == self.params.max_attempts:
                     self.perception.forget_attempt(kf.keyframe_id)
                     self._drop(msg, "perception_failed", f"{type(exc).__name__}: {exc} ({attempt} attempts)")
-                    return
+                    return False
                 self.health.count("perception_retries")
                 self.get_logger().warning(f"keyframe {msg.keyframe_id}: perception failed (attempt {attempt} of "
                                           f"{self.params.max_attempts}): {type(exc).__name__}: {exc}")
                 self._stop.wait(min(30.0, 2.0 ** attempt))
-        if self._stop.is_set():
-            return   # stopping: the identity journal may be closed; the frame selector resends it
+        if not self.context.ok():
+            return False   # the process ends: nothing can be published; the frame selector resends it
         for obs in observations:
             obs.people = [s for s in obs.people if s.identity_id not in self.forgotten]
             self._observations.publish(observation_to_msg(obs))
@@ -158,6 +238,7 @@ class PerceptionNode(Node):
         self.processed += 1
         if self.processed % 50 == 0:
             self.perception.identities.save()
+        return False
 
     def _publish_merge(self, absorbed: str, survivor: str) -> None:
         self._merges.publish(IdentityMerge(stamp=to_time_msg(self.get_clock().now().nanoseconds * 1e-9),
@@ -171,13 +252,11 @@ class PerceptionNode(Node):
                 self.get_logger().info(f"forgot identity {identity}" + ("" if known else " (not known here)"))
 
     def close(self) -> None:
-        self._stop.set()
-        self._worker.join(timeout=30)
-        if self._worker.is_alive():   # a model call that does not return: do not close under it
-            self.get_logger().warning("the perception worker did not stop in 30 s; identity state saved as of "
-                                      "its last keyframe")
-            return
-        self.perception.close()
+        """The process ends (run_node): whatever the state, stop the worker and save the identities."""
+        try:
+            self.release()
+        except RuntimeError as exc:   # a model call that does not return: do not close under it
+            self.get_logger().warning(str(exc))
 
 
 def main() -> None:

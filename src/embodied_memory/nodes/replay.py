@@ -2,9 +2,18 @@
 
 Messages are published as the raw CDR stored in the bag (no conversion), at ``rate`` times
 real time, as fast as possible (``rate`` 0), or paced by the pipeline (``paced``: at most
-``window`` camera frames ahead of what the frame selector has processed).  /clock follows the
-bag time.  A corrupt or truncated bag, a missing topic, or a type this machine cannot publish
-is reported clearly; nothing waits forever.
+``window`` camera frames ahead of what the frame selector has processed).  A corrupt or
+truncated bag, a missing topic, or a type this machine cannot publish is reported clearly;
+nothing waits forever.
+
+/clock (rosgraph_msgs/Clock, as ``ros2 bag play --clock``) follows the bag time, so nodes
+started with ``use_sim_time: true`` take the bag's time as "now" and stay there once the replay
+ends.  A bag that recorded /clock is replayed as it is; otherwise each message's bag time is
+published just before the message, and while the replay waits for the next one (``rate`` > 0)
+the time in between at ``clock_hz``.  The publisher is RELIABLE, VOLATILE, depth 1: it matches
+rclpy's and rclcpp's best-effort /clock subscriptions and reliable ones, and the last bag time
+is delivered.  Before playing, the replay waits (within ``--wait``) until the number of /clock
+subscribers has been stable for a second; a node started after the replay gets no /clock.
 
 The frame selector acknowledges frames with a counter (std_msgs/UInt64 on ``progress_topic``:
 the frames it has taken since it started).  A restarted frame selector counts from 0 again:
@@ -24,12 +33,22 @@ from typing import Callable, Optional
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ..progress import progress_bar
 
 from ..ingest.bag_reader import Bag, BagError, CorruptChunk
 
 log = logging.getLogger("embodied_memory.replay")
+# /clock: depth 1 (only the latest time matters), reliable (matches best-effort and reliable
+# subscribers; the final bag time is not lost), volatile (rclpy/rclcpp subscribe volatile)
+CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+# before playing, wait (within wait_subscribers_s, at most CLOCK_SETTLE_MAX_S) until the number
+# of /clock subscribers has been stable for CLOCK_SETTLE_S: nodes discovered late miss the start
+CLOCK_SETTLE_S = 1.0
+CLOCK_SETTLE_MAX_S = 5.0
+# /tf_static as tf2's static broadcaster (and `ros2 bag play`) offers it: transient local, so
+# tf listeners (which subscribe transient local) match it and late joiners still get it
+STATIC_TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def message_class(msgtype: str):
@@ -179,7 +198,7 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
            topics: Optional[list[str]] = None, remap: Optional[dict[str, str]] = None, clock: bool = True,
            image_topic: str = "/camera/color/image_raw/compressed", progress_topic: str = "/memory/frames_processed",
            wait_subscribers_s: float = 10.0, stall_timeout_s: float = 60.0, ack_timeout_s: float = 5.0,
-           progress: bool = True) -> ReplayReport:
+           progress: bool = True, clock_hz: float = 20.0) -> ReplayReport:
     """Play ``bag_path`` into live topics.  Paced: at most ``window`` frames unacknowledged;
     when no acknowledgement comes for ``ack_timeout_s`` (the frame selector died) the frames in
     flight are given up and one frame at a time is sent until the counter moves again; no
@@ -217,8 +236,19 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
                     report.skipped_topics[topic] = f"type {bag_topics[topic].msgtype} is not installed here"
                     log.warning("skipping %s: %s", topic, report.skipped_topics[topic])
                     continue
-                publishers[topic] = node.create_publisher(cls, remap.get(topic, topic), qos)
-            clock_pub = node.create_publisher(Clock, "/clock", 10) if clock and "/clock" not in publishers else None
+                publishers[topic] = node.create_publisher(cls, remap.get(topic, topic),
+                                                          STATIC_TF_QOS if topic == "/tf_static" else qos)
+            clock_pub = node.create_publisher(Clock, "/clock", CLOCK_QOS) if clock and "/clock" not in publishers \
+                else None
+            clock_at = {"ns": -1, "wall": 0.0}
+
+            def publish_clock(stamp_ns: int) -> None:
+                """Bag time on /clock; never backwards (bag messages are in time order)."""
+                if clock_pub is None or stamp_ns <= clock_at["ns"]:
+                    return
+                sec, nsec = divmod(stamp_ns, 1_000_000_000)
+                clock_pub.publish(Clock(clock=rclpy.time.Time(seconds=sec, nanoseconds=nsec).to_msg()))
+                clock_at["ns"], clock_at["wall"] = stamp_ns, time.monotonic()
             progress_sub = node.create_subscription(UInt64, progress_topic, on_progress, qos)
             # wait (bounded) for the pipeline to subscribe, so the first frames are not lost,
             # and (paced) for its counter, so that its first value can be read right
@@ -234,6 +264,9 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
                 executor.spin_once(timeout_sec=0.05)
             if main_pub is not None and main_pub.get_subscription_count() == 0:
                 log.warning("nobody subscribes to %s after %.0f s: replaying anyway", main_topic, wait_subscribers_s)
+            any_clock = clock_pub if clock_pub is not None else publishers.get("/clock")
+            if any_clock is not None and main_pub is not None:   # a /clock sent before a node matched is lost
+                _settle(executor, any_clock.get_subscription_count, min(deadline, time.monotonic() + CLOCK_SETTLE_MAX_S))
             acks.first_is_ours = progress_sub.get_publisher_count() > 0
             report.bag_duration_s = bag.duration_s
             total = sum(bag_topics[t].count for t in publishers)
@@ -246,19 +279,21 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
                     due = start_wall + (msg.stamp_ns - start_bag) * 1e-9 / rate
                     while time.monotonic() < due:
                         executor.spin_once(timeout_sec=min(0.05, max(0.0, due - time.monotonic())))
+                        if clock_hz > 0 and time.monotonic() - clock_at["wall"] >= 1.0 / clock_hz:
+                            between = start_bag + int((time.monotonic() - start_wall) * rate * 1e9)
+                            publish_clock(min(between, msg.stamp_ns))
                 if msg.topic == image_topic:
                     if paced:
                         _wait_for_acks(executor, acks, window, stall_timeout_s, ack_timeout_s)
                     acks.sent_one()
+                publish_clock(msg.stamp_ns)       # first: a node sees "now" >= the message's time
                 publishers[msg.topic].publish(msg.rawdata)
                 report.published[msg.topic] = report.published.get(msg.topic, 0) + 1
-                if clock_pub is not None:
-                    sec, nsec = divmod(msg.stamp_ns, 1_000_000_000)
-                    clock_pub.publish(Clock(clock=rclpy.time.Time(seconds=sec, nanoseconds=nsec).to_msg()))
                 bar.update(1)
                 executor.spin_once(timeout_sec=0.0)
             bar.close()
-            for pub in publishers.values():  # reliable delivery of what is still queued
+            for pub in [*publishers.values(), *([clock_pub] if clock_pub is not None else [])]:
+                # reliable delivery of what is still queued (the last bag time included)
                 pub.wait_for_all_acked(rclpy.duration.Duration(seconds=5.0))
             if acks.sent and (paced or acks.seen):  # the last acknowledgements
                 while acks.unacknowledged and acks.waited_s() < ack_timeout_s:
@@ -277,6 +312,16 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
         log.warning("%d of %d frame(s) were never acknowledged by the pipeline", report.frames_unacknowledged,
                     report.frames_sent)
     return report
+
+
+def _settle(executor, count: Callable[[], int], deadline: float) -> None:
+    """Spin until ``count()`` (subscribers of /clock) has not changed for CLOCK_SETTLE_S (every
+    node with use_sim_time matched, as far as discovery can tell), at most until ``deadline``."""
+    last, since = count(), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < CLOCK_SETTLE_S:
+        executor.spin_once(timeout_sec=0.05)
+        if count() != last:
+            last, since = count(), time.monotonic()
 
 
 def _wait_for_acks(executor, acks: FrameAcks, window: int, stall_timeout_s: float, ack_timeout_s: float) -> None:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import cv2
 import numpy as np
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from ..explore.explorer import Frame
@@ -24,6 +23,7 @@ from ..ingest.images import ImageDecodeError, decode_compressed, decode_depth
 from ..ingest.sync import yaw_from_quaternion
 from ..types import Pose
 from .common import from_time_msg
+from .sensor_qos import SensorSubscriptions
 
 
 class SensorTimeout(RuntimeError):
@@ -33,6 +33,7 @@ class SensorTimeout(RuntimeError):
 class RosExplorationEnv:
     def __init__(self, node: Node, params, navigate):
         self.node, self.params, self.navigate = node, params, navigate
+        self.cancelled: Callable[[], bool] = lambda: False   # set per goal: a cancel stops the drive at once
         self.camera: Optional[CameraModel] = None
         self._lock = threading.Lock()
         self._depth: Optional[tuple[float, np.ndarray]] = None
@@ -40,12 +41,13 @@ class RosExplorationEnv:
         self._pose: Optional[Pose] = None
         self._new = threading.Condition(self._lock)
         group = ReentrantCallbackGroup()
-        node.create_subscription(Image, params.depth_topic, self._on_depth, qos_profile_sensor_data, callback_group=group)
-        node.create_subscription(CameraInfo, params.camera_info_topic, self._on_info, qos_profile_sensor_data,
-                                 callback_group=group)
-        node.create_subscription(CompressedImage, params.image_topic, self._on_image, qos_profile_sensor_data,
-                                 callback_group=group)
-        node.create_subscription(Odometry, params.pose_topic, self._on_pose, 10, callback_group=group)
+        # sensor_qos: sensor_data matches camera drivers (best effort) and bag players (reliable)
+        self.sensors = sensors = SensorSubscriptions(node, getattr(node, "health", None), params.sensor_timeout_s)
+        qos = params.sensor_qos
+        sensors.subscribe(Image, params.depth_topic, self._on_depth, qos, callback_group=group)
+        sensors.subscribe(CameraInfo, params.camera_info_topic, self._on_info, qos, callback_group=group)
+        sensors.subscribe(CompressedImage, params.image_topic, self._on_image, qos, callback_group=group)
+        sensors.subscribe(Odometry, params.pose_topic, self._on_pose, qos, callback_group=group)
 
     def _on_info(self, msg: CameraInfo) -> None:
         if self.camera is None and msg.k[0] > 0:
@@ -85,7 +87,9 @@ class RosExplorationEnv:
             return self._pose
 
     def observe(self) -> Frame:
-        """The next depth image after this call (the robot has settled), with pose and colour."""
+        """The next depth image after this call (the robot has settled), with pose and colour.
+        "Next" compares header stamps (robot time, the camera's clock); the frame keeps its
+        depth image's stamp.  ``sensor_timeout_s`` is a thread wait: wall time."""
         with self._new:
             since = self._depth[0] if self._depth else -1.0
             ok = self._new.wait_for(lambda: self._depth is not None and self._depth[0] > since
@@ -117,7 +121,7 @@ class RosExplorationEnv:
 
     def _go(self, x: float, y: float, yaw: float) -> tuple[float, float]:
         """Drive there through the bridge; returns where the bridge says the robot ended."""
-        result = self.navigate.to_pose(x, y, yaw, self.params.map_frame)
+        result = self.navigate.to_pose(x, y, yaw, self.params.map_frame, cancelled=self.cancelled)
         if not result.get("success"):
             raise RuntimeError(f"navigation to ({x:.2f}, {y:.2f}) failed: {result.get('message', '')}")
         final = result.get("final_position") or (x, y)

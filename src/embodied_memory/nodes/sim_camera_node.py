@@ -16,12 +16,13 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from ..ingest.sync import yaw_from_quaternion
 from ..params import SimCameraNodeParams
-from .common import node_params, run_node, to_time_msg
+from .common import node_options, node_params, run_node, to_time_msg
+from .sensor_qos import sensor_qos
 
 
 class SimCameraNode(Node):
     def __init__(self, **kwargs):
-        super().__init__("sim_camera", **kwargs)
+        super().__init__("sim_camera", **node_options(kwargs))
         p = self.params = node_params(self, SimCameraNodeParams)
         from dataclasses import replace
 
@@ -31,7 +32,8 @@ class SimCameraNode(Node):
             task = replace(task, target_room=p.sim_target_room)
         self.env = SimExplorationEnv(task, (0.0, 0.0, 0.0), p.width, p.height)
         self._pose = None
-        self.create_subscription(Odometry, p.odom_topic, self._on_odom, 10)
+        # best effort in, best effort out: like a camera driver (the robot side must cope with both)
+        self.create_subscription(Odometry, p.odom_topic, self._on_odom, sensor_qos("sensor_data"))
         self._image_pub = self.create_publisher(CompressedImage, p.image_topic, qos_profile_sensor_data)
         self._depth_pub = self.create_publisher(Image, p.depth_topic, qos_profile_sensor_data)
         self._info_pub = self.create_publisher(CameraInfo, p.camera_info_topic, qos_profile_sensor_data)

@@ -54,6 +54,8 @@ class HogPersonDetector:
 
     def detect(self, image: np.ndarray) -> list[Detection]:
         scaled = cv2.resize(image, None, fx=self.upscale, fy=self.upscale) if self.upscale != 1.0 else image
+        if scaled.shape[0] < 128 or scaled.shape[1] < 64:   # smaller than HOG's window: OpenCV crashes
+            return []
         with self._lock:
             rects, weights = self._hog.detectMultiScale(scaled, winStride=(8, 8), padding=(8, 8), scale=1.05)
         if len(rects) == 0:

@@ -25,6 +25,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 from zoneinfo import ZoneInfo
@@ -42,7 +43,7 @@ from .vector_index import FaissVectorIndex, MilvusVectorIndex
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = (Path(__file__).with_name("schema.sql")).read_text()
+_SCHEMA = resources.files(__package__).joinpath("schema.sql").read_text(encoding="utf-8")
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:/@-]{1,128}$")
 _OBS_COLUMNS = ("id, observation_id, t, episode_id, keyframe_id, segment_id, waypoint_id, "
                 "x, y, z, yaw, frame_id, description, image_path, persons")
@@ -193,7 +194,8 @@ class MemoryStore:
         conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
                          list(wanted.items()) + [("generation", "0")])
         if conn.execute("SELECT 1 FROM waypoint_stats LIMIT 1").fetchone() is None and \
-                conn.execute("SELECT 1 FROM observations WHERE waypoint_id != '' LIMIT 1").fetchone() is not None:
+                conn.execute("SELECT 1 FROM observations WHERE waypoint_id != '' AND x IS NOT NULL "
+                             "LIMIT 1").fetchone() is not None:
             self._rebuild_waypoint_stats(conn)  # a store written before the summary existed
 
     def _generation(self, conn=None) -> int:
@@ -317,8 +319,8 @@ class MemoryStore:
         if not (isinstance(obs.stamp, (int, float)) and not isinstance(obs.stamp, bool)
                 and math.isfinite(obs.stamp) and 0 < obs.stamp <= 1e11):
             reject("bad_stamp", f"stamp must be a finite UNIX time, got {obs.stamp!r}")
-        try:
-            finite_pose = obs.pose.is_finite()
+        try:   # no pose (no transform in time) is allowed: stored with the waypoint only
+            finite_pose = obs.pose is None or obs.pose.is_finite()
         except (TypeError, AttributeError):
             finite_pose = False
         if not finite_pose:
@@ -329,8 +331,9 @@ class MemoryStore:
             if len(text) > p.max_description_chars:
                 reject("description_too_long", f"{name} has {len(text)} characters, "
                        f"max_description_chars is {p.max_description_chars}")
-        short = [("keyframe_id", obs.keyframe_id), ("waypoint_id", obs.waypoint_id), ("image_path", obs.image_path),
-                 ("pose.frame_id", obs.pose.frame_id)]
+        short = [("keyframe_id", obs.keyframe_id), ("waypoint_id", obs.waypoint_id), ("image_path", obs.image_path)]
+        if obs.pose is not None:
+            short.append(("pose.frame_id", obs.pose.frame_id))
         short += [(f"regions[{i}].label", r.label) for i, r in enumerate(obs.regions)]
         for i, s in enumerate(obs.people):
             short += [(f"people[{i}].{f}", getattr(s, f)) for f in ("activity", "clothing", "crop_path")]
@@ -584,7 +587,8 @@ class MemoryStore:
 
     def _write_observation(self, conn, obs: Observation, now: float):
         """The rows of one observation; returns (row id, text vector, image vector)."""
-        p = obs.pose
+        p = obs.pose                 # None: NULL position, no rtree row, not in the waypoint's mean position
+        x, y, z, yaw, frame_id = (p.x, p.y, p.z, p.yaw, p.frame_id) if p is not None else (None,) * 5
         persons = ",".join(dict.fromkeys(s.identity_id for s in obs.people if s.identity_id))
         text_vec = _unit(obs.text_embedding) if obs.text_embedding is not None else None
         image_vec = _unit(obs.global_embedding) if obs.global_embedding is not None else None
@@ -593,11 +597,12 @@ class MemoryStore:
             "waypoint_id, x, y, z, yaw, frame_id, description, description_json, image_path, "
             "persons, text_emb, image_emb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (obs.observation_id, obs.stamp, obs.episode_id, obs.keyframe_id, int(obs.segment_id),
-             obs.waypoint_id, p.x, p.y, p.z, p.yaw, p.frame_id, obs.description,
+             obs.waypoint_id, x, y, z, yaw, frame_id, obs.description,
              obs.description_json, obs.image_path, persons, _blob(text_vec), _blob(image_vec)))
         row_id = cur.lastrowid
-        conn.execute("INSERT INTO obs_xy(id, min_x, max_x, min_y, max_y) VALUES (?,?,?,?,?)",
-                     (row_id, p.x, p.x, p.y, p.y))
+        if p is not None:
+            conn.execute("INSERT INTO obs_xy(id, min_x, max_x, min_y, max_y) VALUES (?,?,?,?,?)",
+                         (row_id, x, x, y, y))
         for r in obs.regions:
             c3, s3 = r.center_3d or (None,) * 3, r.size_3d or (None,) * 3
             conn.execute("INSERT INTO regions(obs, label, score, x1, y1, x2, y2, emb, cx, cy, cz, "
@@ -615,10 +620,10 @@ class MemoryStore:
                  *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
                  _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
                  s.crop_path))
-        if obs.waypoint_id:
+        if obs.waypoint_id and p is not None:   # the summary: observations with a position
             conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) VALUES (?, 1, ?, ?, ?) "
                          "ON CONFLICT(waypoint_id) DO UPDATE SET n=n+1, sx=sx+excluded.sx, sy=sy+excluded.sy, "
-                         "last=MAX(last, excluded.last)", (obs.waypoint_id, p.x, p.y, obs.stamp))
+                         "last=MAX(last, excluded.last)", (obs.waypoint_id, x, y, obs.stamp))
         return row_id, text_vec, image_vec
 
     # -- helpers for results ----------------------------------------------------------------
@@ -628,8 +633,10 @@ class MemoryStore:
     def _record(self, row: sqlite3.Row, score: Optional[float] = None, key: str = "score") -> dict:
         rec = {"id": row["observation_id"], "time": self.iso(row["t"]), "t": round(row["t"], 3),
                "episode": row["episode_id"], "waypoint": row["waypoint_id"] or "",
-               "position": [round(row["x"], 2), round(row["y"], 2), round(row["z"], 2)],
-               "yaw": round(row["yaw"], 3), "description": row["description"] or "",
+               "position": [round(row["x"], 2), round(row["y"], 2), round(row["z"], 2)]
+               if row["x"] is not None else None,               # None: stored without a pose
+               "yaw": round(row["yaw"], 3) if row["yaw"] is not None else None,
+               "description": row["description"] or "",
                "persons": [p for p in (row["persons"] or "").split(",") if p]}
         if row["image_path"]:
             rec["image_path"] = row["image_path"]
@@ -688,14 +695,17 @@ class MemoryStore:
         return (time_vals[pos_clipped] if len(time_ids) else np.zeros(len(ids))), known
 
     def _ranked(self, kind: str, query_vec: np.ndarray, n: int, *, before: Optional[float],
-                now: float, use_recency: bool, subset: Optional[np.ndarray] = None,
+                now: Optional[float], use_recency: bool, subset: Optional[np.ndarray] = None,
                 accept: Optional[Callable[[sqlite3.Row], bool]] = None) -> list[tuple[float, sqlite3.Row]]:
         """Top-n rows by score (lower is better).
 
         One vector search fetches the index's ``candidates`` nearest by cosine (a flat scan
         costs the same for k=32 or k=2048); they are re-scored with the recency term.  The
         result equals a full scan whenever the n-th score is below a*(1 - lowest candidate
-        similarity), i.e. whenever something is clearly similar to the query."""
+        similarity), i.e. whenever something is clearly similar to the query.  ``now`` (the
+        question's time, needed only with ``use_recency``) is what "hours ago" counts from."""
+        if use_recency and now is None:
+            raise StoreError("recency ranking needs the question time (now)")
         index = self._index(kind)
         query_vec = _unit(np.asarray(query_vec, dtype=np.float32))
         if query_vec.shape != (index.dim,):
@@ -731,7 +741,9 @@ class MemoryStore:
                               before: Optional[float] = None, n: int = 30,
                               now: Optional[float] = None) -> list[dict]:
         """HUMEMBR: observations ranked by a*cosine_distance + b*(1-exp(-lambda*hours_ago)),
-        optionally only those showing ``person`` and only up to ``before``."""
+        optionally only those showing ``person`` and only up to ``before``.  Hours ago count
+        from ``now``, the question's time (the agent passes it: under use_sim_time a replayed
+        bag's day); without it from ``before``, and only with neither from the wall clock."""
         now = now if now is not None else (before if before is not None else time.time())
         subset = self._person_row_ids(person) if person else None
         hits = self._ranked("text", self.embed_text(query), n, before=before, now=now,
@@ -742,7 +754,7 @@ class MemoryStore:
                           episode: Optional[str] = None) -> list[dict]:
         """ReMEmbR ``retrieve_from_text``: plain cosine top-k over descriptions (optionally of
         one episode: HIMM's target query on a recalled episode)."""
-        hits = self._ranked("text", self.embed_text(query), k, before=before, now=time.time(),
+        hits = self._ranked("text", self.embed_text(query), k, before=before, now=None,
                             use_recency=False, subset=self._episode_row_ids(episode, "text_emb") if episode else None)
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
 
@@ -755,10 +767,10 @@ class MemoryStore:
             return bool(row["image_path"])
         if self._image_query_embedder is not None:
             vec = self._image_query_embedder.embed([query])[0]
-            hits = self._ranked("image", vec, m, before=before, now=time.time(), use_recency=False,
+            hits = self._ranked("image", vec, m, before=before, now=None, use_recency=False,
                                 accept=has_image)
         else:
-            hits = self._ranked("text", self.embed_text(query), m, before=before, now=time.time(),
+            hits = self._ranked("text", self.embed_text(query), m, before=before, now=None,
                                 use_recency=False, accept=has_image)
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
 
@@ -770,7 +782,7 @@ class MemoryStore:
             raise StoreError("visual_similarity: empty embedding")
         subset = self._episode_row_ids(episode, "image_emb") if episode else None
         accept = (lambda row: row["episode_id"] != exclude_episode) if exclude_episode else None
-        hits = self._ranked("image", vec, k, before=None, now=time.time(), use_recency=False,
+        hits = self._ranked("image", vec, k, before=None, now=None, use_recency=False,
                             subset=subset, accept=accept)
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
 
@@ -781,7 +793,7 @@ class MemoryStore:
         if not all(math.isfinite(v) for v in (x, y)):
             raise StoreError("observations_near: x and y must be finite")
         conn = self._conn()
-        total = conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+        total = conn.execute("SELECT COUNT(*) FROM obs_xy").fetchone()[0]   # observations with a position
         r = radius if radius is not None else 1.0
         while True:
             rows = conn.execute(
@@ -1003,7 +1015,7 @@ class MemoryStore:
                 (identity,)):
             item = {"observation_id": r["observation_id"], "time": self.iso(r["t"]), "t": round(r["t"], 3),
                     "episode": r["episode_id"],
-                    "waypoint": r["waypoint_id"], "position": [r["x"], r["y"]], "box": [r["x1"], r["y1"], r["x2"], r["y2"]],
+                    "waypoint": r["waypoint_id"], "position": [r["x"], r["y"]] if r["x"] is not None else None, "box": [r["x1"], r["y1"], r["x2"], r["y2"]],
                     "confidence": r["confidence"], "image_path": r["image_path"], "crop_path": r["crop_path"],
                     "activity": r["activity"], "clothing": r["clothing"],
                     "has_face_embedding": r["face_emb"] is not None, "has_reid_embedding": r["reid_emb"] is not None}
@@ -1263,15 +1275,17 @@ class MemoryStore:
         return len(self._time_ids)
 
     def waypoints(self, before: Optional[float] = None) -> list[dict]:
-        """Every waypoint the robot recorded observations at (up to ``before``): id, count, mean
-        position, last visit."""
+        """Every waypoint the robot recorded observations with a position at (up to ``before``):
+        id, count, mean position, last visit (observations stored without a pose are found by
+        ``waypoint_observations``, not counted here)."""
         if self._covers_everything(before):
             rows = self._conn().execute("SELECT waypoint_id, n, sx / n AS x, sy / n AS y, last FROM waypoint_stats "
                                         "WHERE n > 0 ORDER BY waypoint_id")
         else:
             rows = self._conn().execute(
                 "SELECT waypoint_id, COUNT(*) AS n, AVG(x) AS x, AVG(y) AS y, MAX(t) AS last FROM observations "
-                "INDEXED BY obs_t WHERE t <= ? AND waypoint_id != '' GROUP BY waypoint_id ORDER BY waypoint_id",
+                "INDEXED BY obs_t WHERE t <= ? AND waypoint_id != '' AND x IS NOT NULL GROUP BY waypoint_id "
+                "ORDER BY waypoint_id",
                 (before,))
         return [{"waypoint": r["waypoint_id"], "observations": r["n"], "position": [round(r["x"], 2), round(r["y"], 2)],
                  "last_visit": self.iso(r["last"])} for r in rows]
@@ -1280,7 +1294,7 @@ class MemoryStore:
     def _rebuild_waypoint_stats(conn) -> None:
         conn.execute("DELETE FROM waypoint_stats")
         conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) SELECT waypoint_id, COUNT(*), SUM(x), "
-                     "SUM(y), MAX(t) FROM observations WHERE waypoint_id != '' GROUP BY waypoint_id")
+                     "SUM(y), MAX(t) FROM observations WHERE waypoint_id != '' AND x IS NOT NULL GROUP BY waypoint_id")
 
     def people(self, before: Optional[float] = None) -> list[dict]:
         """Every stored identity with its display name and last sighting (index lookups only);
@@ -1299,7 +1313,8 @@ class MemoryStore:
 
     def recent_positions(self, limit: int) -> list[tuple[float, float, float, bool]]:
         """(x, y, z, has_person) of the newest ``limit`` observations (for map markers)."""
-        rows = self._conn().execute("SELECT x, y, z, persons FROM observations ORDER BY t DESC LIMIT ?", (limit,))
+        rows = self._conn().execute("SELECT x, y, z, persons FROM observations WHERE x IS NOT NULL "
+                                    "ORDER BY t DESC LIMIT ?", (limit,))
         return [(r["x"], r["y"], r["z"], bool(r["persons"])) for r in rows]
 
     def get_observation(self, observation_id: str) -> Optional[dict]:
@@ -1312,11 +1327,15 @@ class MemoryStore:
                                    (before if before is not None else 1e18,)).fetchone()
         return self._record(row) if row else None
 
+    def bytes_on_disk(self) -> int:
+        """The database, its WAL and the vector snapshots (images/ and identities/ not counted)."""
+        return sum(p.stat().st_size for p in self.data_dir.iterdir() if p.is_file())
+
     def stats(self) -> dict:
         conn = self._conn()
         count = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
         t = conn.execute("SELECT MIN(t), MAX(t) FROM observations").fetchone()
-        size = sum(p.stat().st_size for p in self.data_dir.iterdir() if p.is_file())
+        size = self.bytes_on_disk()
         return {"backend": self.params.backend, "data_dir": str(self.data_dir),
                 "episodes": count("SELECT COUNT(*) FROM episodes"),
                 "observations": count("SELECT COUNT(*) FROM observations"),
