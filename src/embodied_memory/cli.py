@@ -166,7 +166,8 @@ def _ask_and_act(args, request) -> int:
             print("cancelled")
     if interrupted or result.cancelled:
         return EXIT_INTERRUPTED if interrupted else 1
-    return 0 if answer.status != "error" else 1
+    # --act is for moving the robot: an answer without a successful drive is a failure for scripts
+    return 0 if answer.status != "error" and result.navigated and result.navigation_success else 1
 
 
 def cmd_serve_llm(args) -> int:
@@ -309,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, text in (("launch", cmd_launch, "start a stack's nodes as processes; Ctrl-C stops them"),
                              ("check", cmd_check, "validate a stack file and print its nodes; starts nothing")):
         p = add(name, func, text)
-        p.add_argument("stack", help="stack name under config/ (default, spot, nav2, gpu, sim) or a YAML path")
+        p.add_argument("stack", help="stack name under config/ (default, spot, nav2, gpu, fleet_milvus, explore_sim) or a YAML path")
         p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                        help="override a node parameter (repeatable)")
     service_cmds = []

@@ -147,8 +147,9 @@ class FrameSelectorNodeParams(SelectionParams, TopicParams):
 
     keyframes_topic: str = "/memory/keyframes"
     progress_topic: str = "/memory/frames_processed"   # replay --paced waits on it
-    waypoints_file: str = ""                           # tag frames with the nearest waypoint when
-    waypoint_radius_m: float = 3.0                     # no waypoint topic says where the robot is
+    waypoints_file: str = ""                           # waypoint table: frames without a reported waypoint
+                                                       # get the nearest one of it
+    waypoint_radius_m: float = 3.0                     # within this distance (m) of a table waypoint
     episode_id: str = ""                               # "" = "run_<start time>"
     flush_after_s: float = 3.0                         # no frame for this long: close the segment
     acks_topic: str = ACKS_TOPIC                       # keyframes are kept until the memory (or
@@ -166,6 +167,10 @@ class FrameSelectorNodeParams(SelectionParams, TopicParams):
         super().validate()
         check_sensor_qos(self.sensor_qos)
         self.check_frames()                            # fixed_frame, base_frame, transform_wait_s (TopicParams)
+        if not self.flush_after_s > 0 or not self.waypoint_radius_m >= 0:
+            raise ValueError("flush_after_s must be > 0 and waypoint_radius_m >= 0")
+        if self.max_unacked_keyframes < 1 or not self.resend_after_s > 0:
+            raise ValueError("max_unacked_keyframes must be >= 1 and resend_after_s > 0")
 
 
 def check_sensor_qos(value: str) -> None:

@@ -113,8 +113,9 @@ class ManagedNode(LifecycleNode):
         configuration error (the process exits 2, see common.run_node)."""
         self.health.gauges["lifecycle_state"] = lambda: self.lifecycle_state
         if not autostart:
-            self.get_logger().info(f"{self.get_fully_qualified_name()} is unconfigured: configure and activate "
-                                   f"it through {self.get_fully_qualified_name()}/change_state (or set autostart: true)")
+            self.get_logger().info(f"{self.get_fully_qualified_name()} starts unconfigured: waiting for configure "
+                                   f"and activate on {self.get_fully_qualified_name()}/change_state (the launcher, a "
+                                   "lifecycle manager; or set autostart: true)")
             return
         for name, trigger in (("configure", self.trigger_configure), ("activate", self.trigger_activate)):
             if trigger() != SUCCESS:
