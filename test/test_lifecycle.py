@@ -183,6 +183,36 @@ def test_configure_failure_is_logged_and_the_node_stays_unconfigured(tmp_path, r
         memory.stop()
 
 
+def test_configure_waits_for_a_store_server_that_is_not_up_yet(monkeypatch, tmp_path):
+    """A store that fails for a reason that may pass (Milvus still starting) is tried again with
+    backoff; a configuration error is not; after the wait the last error stands."""
+    import logging
+
+    from embodied_memory.nodes import memory_node
+    from embodied_memory.params import StoreParams
+    attempts, sleeps = [], []
+
+    def flaky(params, failures: int, exc: Exception):
+        attempts.append(params)
+        if len(attempts) <= failures:
+            raise exc
+        return "store"
+    log = logging.getLogger("test")
+    monkeypatch.setattr(memory_node, "open_store", lambda p: flaky(p, 2, RuntimeError("milvus: connection refused")))
+    assert memory_node.open_store_waiting(StoreParams(), log, sleep=sleeps.append) == "store"
+    assert len(attempts) == 3 and sleeps == [1.0, 2.0]
+    attempts.clear()
+    monkeypatch.setattr(memory_node, "open_store", lambda p: flaky(p, 9, ValueError("backend: unknown")))
+    with pytest.raises(ValueError):
+        memory_node.open_store_waiting(StoreParams(), log, sleep=sleeps.append)
+    assert len(attempts) == 1                       # a configuration error: no retry
+    attempts.clear()
+    monkeypatch.setattr(memory_node, "open_store", lambda p: flaky(p, 99, ConnectionError("no route")))
+    with pytest.raises(ConnectionError):
+        memory_node.open_store_waiting(StoreParams(), log, wait_s=0.0, sleep=sleeps.append)
+    assert len(attempts) == 1                       # no time left to wait
+
+
 def test_perception_loads_its_models_in_configure(tmp_path, ros_context):
     data = tmp_path / "data"
     good = NodeProcess(tmp_path, "perception_node", "perception", {"data_dir": str(data), **PERCEPTION})

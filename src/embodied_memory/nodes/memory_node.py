@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 from embodied_memory_interfaces.msg import Ack, EpisodeMap, IdentityForgotten, IdentityMerge, MemoryStats
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
@@ -31,6 +32,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ..config import ConfigError
 from ..params import MemoryNodeParams, StoreParams
 from ..store import open_store
 from ..store.errors import StoreError, StoreWriteError
@@ -44,6 +46,30 @@ from .lifecycle import DRAIN_TIMEOUT_S, ManagedNode, NotActiveError, ServingGate
 
 
 MAX_INSERT_TRIES = 3   # an observation that fails unexpectedly this often is rejected (no endless resends)
+STORE_OPEN_WAIT_S = 120.0   # configure waits this long for a store server (Milvus) that is not up yet
+
+
+def open_store_waiting(params: StoreParams, log, wait_s: float = STORE_OPEN_WAIT_S, sleep=time.sleep):
+    """open_store, tried again with backoff (1 s doubling to 15 s) for ``wait_s`` while it fails
+    for a reason that may pass (a Milvus server still starting as the robot boots); a bad
+    configuration (ConfigError/ValueError, a data directory that cannot be made) fails at once."""
+    deadline, delay = time.monotonic() + wait_s, 1.0
+    while True:
+        try:
+            return open_store(params)
+        except (ConfigError, ValueError) as exc:
+            raise exc
+        except OSError as exc:
+            if not isinstance(exc, (ConnectionError, TimeoutError)):
+                raise
+            error = exc
+        except Exception as exc:  # noqa: BLE001 - e.g. pymilvus' MilvusException: maybe transient
+            error = exc
+        if time.monotonic() + delay > deadline:
+            raise error
+        log.warning(f"the store could not be opened ({type(error).__name__}: {error}); trying again in {delay:.0f} s")
+        sleep(delay)
+        delay = min(15.0, delay * 2)
 
 
 class MemoryNode(ManagedNode):
@@ -69,7 +95,7 @@ class MemoryNode(ManagedNode):
     def _configure(self) -> None:
         p = self.params
         store_fields = StoreParams.__dataclass_fields__
-        self.store = open_store(StoreParams(**{k: getattr(p, k) for k in store_fields}))
+        self.store = open_store_waiting(StoreParams(**{k: getattr(p, k) for k in store_fields}), self.get_logger())
         self.get_logger().info(f"memory store ({p.backend}) at {self.store.data_dir}: "
                                f"{self.store.observation_count()} observations")
         sweep_partial_images(self.store.images_dir)
