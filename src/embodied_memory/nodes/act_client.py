@@ -2,7 +2,6 @@
 as it comes, Ctrl-C cancels the goal (and with it the robot's drive) and waits for its result."""
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -13,7 +12,7 @@ from embodied_memory_interfaces.action import AskAndAct
 from rclpy.action import ActionClient
 
 from .common import service_qos
-from .service_client import DISCOVERY_SETTLE_S, ServiceCallError, short_lived_node
+from .service_client import ServiceCallError, short_lived_node, wait_until_discovered
 
 CANCEL_RESULT_WAIT_S = 20.0   # after Ctrl-C: how long to wait for the cancelled goal's result
 NAV_LINE_EVERY_S = 1.0        # navigation feedback comes at the bridge's rate: print one a second
@@ -48,12 +47,7 @@ def send_act_goal(action_name: str, goal, timeout_s: float, wait_s: float = 30.0
     with short_lived_node("em_act") as (node, executor):
         client = ActionClient(node, AskAndAct, action_name, goal_service_qos_profile=service_qos(),
                               result_service_qos_profile=service_qos(), cancel_service_qos_profile=service_qos())
-        if not client.wait_for_server(timeout_sec=wait_s):
-            raise ServiceCallError(f"action {action_name} was not discovered within {wait_s:.0f} s (is the stack "
-                                   f"running? ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})")
-        settle = time.monotonic() + DISCOVERY_SETTLE_S   # the server must see our reply readers too
-        while time.monotonic() < settle:
-            executor.spin_once(timeout_sec=0.05)
+        wait_until_discovered(client.wait_for_server(timeout_sec=wait_s), executor, f"action {action_name}", wait_s)
 
         # Ctrl-C sets a flag the loop checks (a KeyboardInterrupt raised inside a callback the
         # executor runs could be swallowed there); a second Ctrl-C leaves at once

@@ -34,6 +34,17 @@ def short_lived_node(prefix: str):
         rclpy.shutdown(context=context)
 
 
+def wait_until_discovered(ready: bool, executor, what: str, wait_s: float) -> None:
+    """After ``wait_for_service``/``wait_for_server`` (``ready``): raise if it was not found, else
+    spin DISCOVERY_SETTLE_S so the server also sees this client's reply readers."""
+    if not ready:
+        raise ServiceCallError(f"{what} was not discovered within {wait_s:.0f} s (is the stack running? "
+                               f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})")
+    settle = time.monotonic() + DISCOVERY_SETTLE_S
+    while time.monotonic() < settle:
+        executor.spin_once(timeout_sec=0.05)
+
+
 def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: float = 10.0,
                  retry_s: float | None = None):
     """One request, its response (raises ServiceCallError on no server / no answer).
@@ -45,12 +56,7 @@ def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: 
     response wins."""
     with short_lived_node("em_cli") as (node, executor):
         client = node.create_client(srv_type, name, qos_profile=service_qos())
-        if not client.wait_for_service(timeout_sec=wait_s):
-            raise ServiceCallError(f"service {name} was not discovered within {wait_s:.0f} s (is the stack running? "
-                                   f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})")
-        settle = time.monotonic() + DISCOVERY_SETTLE_S   # the server must see our response reader too
-        while time.monotonic() < settle:
-            executor.spin_once(timeout_sec=0.05)
+        wait_until_discovered(client.wait_for_service(timeout_sec=wait_s), executor, f"service {name}", wait_s)
         start = time.monotonic()
         deadline = start + timeout_s
         futures = [client.call_async(request)]
