@@ -22,7 +22,7 @@ setup(
     version="0.1.0",
     package_dir={"": "src"},
     packages=find_packages("src"),
-    package_data={"embodied_memory.store": ["schema.sql"]},
+    package_data={"embodied_memory.store": ["schema.sql"], "embodied_memory.sim": ["phrasings/*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -35,7 +35,7 @@ setup(
         # GPU robot: heavy models loaded from configured weight paths. Never in the default.
         "gpu": ["open_clip_torch", "segment-anything", "ultralytics", "insightface", "onnxruntime-gpu"],
     },
-    zip_safe=False,   # schema.sql, config and launch files are read from the file system
+    zip_safe=False,   # schema.sql, phrasings, config and launch files are read from the file system
     maintainer="embodied_memory maintainers",
     description="Robot-side long-term memory for mobile robots (ROS 2).",
     license="Apache-2.0",

@@ -1,8 +1,7 @@
-"""The evaluation runner on a small generated benchmark, with floors set from measurement:
-rules / psfr answered every people question on this office day when written (floor 0.75),
-removing the people memory must cost person questions, and object questions (objects move
-between days) are answered only with object descriptions (the labelled ground-truth ablation:
-0.8-1.0 when written, floor 0.6)."""
+"""The evaluation runner on a one-day version of the default benchmark (the building: 13 rooms on
+two corridors, 8 people and a visitor), with floors set from measurement (see each assert), and
+the small office through the real nodes. Nothing here gives the memory per-sighting truth: the
+operator names identities from at most 3 stored crops each."""
 import json
 
 import pytest
@@ -10,8 +9,9 @@ import pytest
 from embodied_memory.evaluation.llm_match import JudgeError, llm_match, llm_match_accuracy
 from embodied_memory.evaluation.runner import run_eval
 from embodied_memory.llm.chat_client import ChatClient, LLMConfig
+from embodied_memory.sim.building_episode import BuildingConfig
 from embodied_memory.sim.episode import EpisodeConfig
-from embodied_memory.sim.questions import OBJECT_TYPES
+from embodied_memory.sim.questions_v2 import PEOPLE_TYPES
 
 from scripted_llm import ScriptedLLM, content
 
@@ -31,41 +31,44 @@ def cache(tmp_path_factory):
         os.environ["EMBODIED_MEMORY_CACHE"] = before
 
 
-def test_eval_runner_scores_planners_and_ablations(tmp_path, cache):
-    results = run_eval(tmp_path / "out", EpisodeConfig(seed=0, days=1, people=2),
-                       planners=("rules", "text_top_k", "full_context"),
-                       variants=("psfr", "psfr_no_people", "psfr_gt_objects"), per_type=2, progress=False)
-    by = {(r.planner, r.variant): r for r in results}
-    rules = by[("rules", "psfr")]
-
-    def accuracy(run, object_questions):
-        values = [v for c, vs in run.scores.items() if (c in OBJECT_TYPES) == object_questions for v in vs]
-        return sum(values) / len(values)
-    print({r.label: r.summary()["per_category"] for r in results})
-    assert sum(len(v) for c, v in rules.scores.items() if c not in OBJECT_TYPES) >= 10
-    assert sum(len(v) for c, v in rules.scores.items() if c in OBJECT_TYPES) >= 4
-    assert accuracy(rules, object_questions=False) >= 0.75
-    assert rules.accuracy("persons") > by[("rules", "psfr_no_people")].accuracy("persons")
-    gt_objects = by[("rules", "psfr_gt_objects")]
-    assert accuracy(gt_objects, object_questions=True) >= 0.6
-    assert accuracy(gt_objects, object_questions=True) > accuracy(rules, object_questions=True)
-    assert by[("full_context", "psfr")].summary()["tokens_median"] > 1000   # estimated prompt size, no endpoint
-    report = (tmp_path / "out" / "report.md").read_text()
-    assert "| rules / psfr |" in report and "text_top_k / psfr_no_people" in report
+def test_eval_runner_on_a_building_day(tmp_path, cache):
+    results = run_eval(tmp_path / "out", BuildingConfig(seed=0, days=1), planners=("rules", "text_top_k", "full_context"),
+                       variants=("psfr", "psfr_no_people"), per_type=3, progress=False, phrasings=("dev", "evaluation"))
+    by = {(r.planner, r.variant, r.phrasing): r for r in results}
+    rules, rules_dev = by[("rules", "psfr", "evaluation")], by[("rules", "psfr", "dev")]
+    print({r.label: (round(r.accuracy(), 2), round(r.strict_accuracy(), 2)) for r in results})
+    # every people question type is asked, in both phrasing sets, about the same facts
+    assert set(rules.scores) >= set(PEOPLE_TYPES) - {"habit_place", "habit_time", "absent_days"}
+    assert [a["truth"] for a in rules.answers] == [a["truth"] for a in rules_dev.answers]
+    assert {a["question"] for a in rules.answers}.isdisjoint(a["question"] for a in rules_dev.answers)
+    # floors (measured when written: rules / psfr FLOOR_NOTE)
+    assert rules.accuracy() >= 0.15 and rules_dev.accuracy() >= 0.2
+    assert rules.strict_accuracy() <= rules.accuracy()
+    assert rules.accuracy("unanswerable") >= 0.5                # "I don't know" when memory has nothing
+    assert rules.accuracy() > by[("rules", "psfr_no_people", "evaluation")].accuracy()
+    assert rules.accuracy() > by[("text_top_k", "psfr", "evaluation")].accuracy()
+    full = by[("full_context", "psfr", "evaluation")]
+    assert full.prompt_only and full.summary()["tokens_median"] > 1000   # estimated prompt size, no endpoint
     data = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert len(data["runs"]) == 9 and data["timings"]["keyframes_psfr"] > 100
-    assert "LABELLED ABLATION" in report
-    assert (tmp_path / "out" / "accuracy_vs_tokens.png").stat().st_size > 5000
+    ident = data["identities"]["psfr"]
+    assert ident["people"] >= 6 and ident["purity"] >= 0.9 and ident["ids_per_person"] <= 1.5
+    assert 0 < ident["naming"]["images_looked_at"] <= 3 * ident["naming"]["reviewed"]
+    assert "psfr_no_people" not in data["identities"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| rules / psfr |" in report and "| rules / psfr / dev |" in report and "## Failures" in report
+    assert "mean error" in report and "pairwise precision" in report
+    assert all((tmp_path / "out" / name).stat().st_size > 5000
+               for name in ("accuracy_vs_tokens.png", "accuracy_per_category.png", "error_histograms.png"))
 
 
-def test_eval_through_the_real_nodes(tmp_path, cache):
+def test_eval_through_the_real_nodes_on_the_small_office(tmp_path, cache):
     with pytest.raises(ValueError, match="library-only"):
         run_eval(tmp_path / "bad", EpisodeConfig(seed=0, days=1, people=2), planners=("text_top_k",), path="nodes")
     results = run_eval(tmp_path / "out", EpisodeConfig(seed=0, days=1, people=2), planners=("rules",),
-                       variants=("psfr",), per_type=2, progress=False, objects=False, path="nodes")
+                       variants=("psfr",), per_type=2, progress=False, path="nodes")
     (rules,) = results
     print(rules.summary())
-    assert sum(len(v) for v in rules.scores.values()) >= 10 and rules.accuracy() >= 0.75
+    assert sum(len(v) for v in rules.scores.values()) >= 15 and rules.accuracy() >= 0.3   # measured NODES_NOTE
     assert "| rules / psfr |" in (tmp_path / "out" / "report.md").read_text()
 
 

@@ -173,3 +173,23 @@ def test_every_tool_sees_only_the_past(store):
     assert '"alice"' in per_day and "bob" not in per_day
     assert "bob" not in state and "corridor" not in state and "kitchen" in state
     assert '"sightings":1' in summary.replace(" ", "") and ans.tool_calls == 3
+
+
+def test_remembr_tools_ablation_offers_and_runs_only_its_three_tools(store):
+    """HUMEMBR's ablation with only ReMEmbR's tools (evaluation/runner.py llm_remembr_tools):
+    the model is offered the three, and a call to any other tool comes back as a tool error."""
+    from embodied_memory.agent.llm_planner import LLMPlanner
+    from embodied_memory.agent.tools import REMEMBR_TOOLS
+    from embodied_memory.evaluation.runner import llm_ablations
+    script = [tool_call("semantic_observations", {"query": "red mug"}),
+              tool_call("retrieve_from_text", {"query": "red mug"}), FINAL]
+    with ScriptedLLM(script) as llm:
+        a = agent(store, llm)
+        ablations = llm_ablations(a.client)
+        assert isinstance(ablations["llm_remembr_tools"], LLMPlanner) and ablations["llm_limit5"].limit == 5
+        a.extra_planners.update(ablations)
+        ans = a.ask("Where did you last see the red mug?", as_of=NOW, planner="llm_remembr_tools")
+    assert ans.status == "ok" and ans.tool_calls == 2
+    assert {t["function"]["name"] for t in llm.requests[0]["tools"]} == set(REMEMBR_TOOLS)
+    refused, ran = (m["content"] for m in messages_of(llm.requests[2], "tool"))
+    assert "unknown tool 'semantic_observations'" in refused and '"o5"' in ran

@@ -62,9 +62,11 @@ def content_tool_calls(content: str, tool_names: list[str]) -> list[ToolCall]:
 class LLMPlanner:
     name = "llm"
 
-    def __init__(self, client: ChatClient, limit: int = 10):
+    def __init__(self, client: ChatClient, limit: int = 10, tool_names: Optional[tuple[str, ...]] = None):
+        """``tool_names``: offer only these tools (ablations, e.g. ReMEmbR's three); default all."""
         self.client = client
         self.limit = limit
+        self.tool_names = tool_names
 
     def answer(self, question: str, tools: ToolBox, rules: list[dict], now_iso: str, tz_name: str) -> Answer:
         rules_text = (RULES_HEADER + "\n".join(f"- [{r.get('key', '')}] if {r.get('condition', '')} then "
@@ -73,7 +75,8 @@ class LLMPlanner:
         messages: list[dict] = [
             {"role": "system", "content": SYSTEM.format(now=now_iso, tz=tz_name, limit=self.limit, rules=rules_text)},
             {"role": "user", "content": question}]
-        specs = tools.specs()
+        specs = [s for s in tools.specs() if self.tool_names is None or s["function"]["name"] in self.tool_names]
+        offered = [s["function"]["name"] for s in specs]
         images_shown = False
 
         def chat(tool_specs) -> ChatResult:
@@ -100,7 +103,7 @@ class LLMPlanner:
                     messages.append({"role": "user", "content": self._final_content(tools, FINAL_NOW)})
                     images_shown = True
                 result = chat(specs if can_call else None)
-                calls = result.tool_calls or (content_tool_calls(result.content, tools.names) if can_call else [])
+                calls = result.tool_calls or (content_tool_calls(result.content, offered) if can_call else [])
                 if not calls or not can_call:
                     if tools.images and not images_shown:  # LVMem: answer again, looking at the images
                         messages.append({"role": "assistant", "content": result.content[:MAX_HISTORY_CONTENT_CHARS]})
@@ -113,11 +116,11 @@ class LLMPlanner:
                     messages.append(self._assistant_message(result.content, calls))
                     for call in calls:
                         messages.append({"role": "tool", "tool_call_id": call.id,
-                                         "content": result_text(self._run(tools, call))})
+                                         "content": result_text(self._run(tools, call, offered))})
                 else:                   # calls written in the content: results in a user message
                     messages.append({"role": "assistant", "content": result.content[:MAX_HISTORY_CONTENT_CHARS]})
                     messages.append({"role": "user", "content": "Tool results:\n" + "\n".join(
-                        f"{c.name}: {result_text(self._run(tools, c))}" for c in calls)})
+                        f"{c.name}: {result_text(self._run(tools, c, offered))}" for c in calls)})
         except ContextLengthExceeded as exc:
             ans = no_answer(f"context length exceeded: {exc}", self.name)
             ans.tokens_in, ans.tokens_out = tools.tokens_in, tools.tokens_out
@@ -147,10 +150,11 @@ class LLMPlanner:
                 "name": c.name, "arguments": c.arguments if len(c.arguments) <= MAX_ARGUMENT_CHARS else "{}"}}
             for c in calls]}
 
-    @staticmethod
-    def _run(tools: ToolBox, call: ToolCall):
+    def _run(self, tools: ToolBox, call: ToolCall, offered: list[str]):
         error = ""
-        if len(call.arguments) > MAX_ARGUMENT_CHARS:
+        if self.tool_names is not None and call.name not in offered:   # an ablation's tool set
+            error = f"unknown tool {call.name[:100]!r}; the tools are {', '.join(offered)}"
+        elif len(call.arguments) > MAX_ARGUMENT_CHARS:
             error = f"arguments are {len(call.arguments)} characters long (at most {MAX_ARGUMENT_CHARS}); send less"
         else:
             try:

@@ -137,6 +137,7 @@ SPECS: dict[str, dict] = {
         "description": "The current time, the robot's last known position, the known waypoints and people.",
         "parameters": {"type": "object", "properties": {}}},
 }
+REMEMBR_TOOLS = ("retrieve_from_text", "retrieve_from_position", "retrieve_from_time")   # ReMEmbR's three
 NAVIGATE_SPEC = {
     "description": "Drive the robot to a waypoint; optionally check on arrival whether a person is there.",
     "parameters": {"type": "object", "properties": {

@@ -1,7 +1,7 @@
 """LLM-Match (OpenEQA): a judge model scores an answer 1-5 against the ground truth.
 
 Used for text answers when the evaluation has an endpoint (``--llm-base-url``); offline the
-documented keyword match (``sim.questions.keyword_match``) stands in. A reply without a score
+documented keyword match (``sim.scoring.keyword_match``) stands in. A reply without a score
 in 1-5 raises ``JudgeError`` (the question is then scored by keyword match and reported)."""
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ PROMPT = (
     "answer. To mark a response, you should output a single integer between 1 and 5 (including 1, 5). 5 means "
     "that the response perfectly matches the answer. 1 means that the response is completely different from "
     "the answer.\n\nQuestion: {question}\nAnswer: {answer}\nResponse: {response}\nYour mark:")
+
+
+JUDGE_CORRECT_MARK = 4           # a mark (1-5) at least this counts as correct
 
 
 class JudgeError(ValueError):

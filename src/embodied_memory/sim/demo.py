@@ -94,7 +94,7 @@ class StackRun:
                 lambda tool, args: self.query(tool, **args),
                 lambda ident, display: call_service(NameIdentity, "/memory/name_identity",
                                                     NameIdentity.Request(identity_id=ident, display_name=display)),
-                self.truth)
+                self.truth).named
             print(f"[{self.label}] operator named identities: " + (", ".join(
                 f"{k} = {v.capitalize()}" for k, v in self.names_of.items()) or "none"), flush=True)
         except BaseException:

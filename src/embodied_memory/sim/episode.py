@@ -31,7 +31,8 @@ ROUTE = ["lobby", "corridor_centre", "corridor_west", "kitchen", "corridor_west"
          "corridor_centre", "corridor_east", "meeting_room", "corridor_east", "corridor_centre", "lobby"]
 LOOK_AROUND = {"kitchen", "office", "meeting_room"}   # the robot turns once in place there
 NAMES = ["alice", "bob", "carol", "dave", "erin", "frank"]
-GENERATOR_VERSION = 2          # bump when the simulation changes for the same config (invalidates caches)
+HOMES = ("office", "meeting_room")   # person i works in HOMES[i % 2]
+GENERATOR_VERSION = 3          # bump when the simulation changes for the same config (invalidates caches)
 
 
 @dataclass(frozen=True)
@@ -65,16 +66,24 @@ class Routine:
             return None
         return "kitchen" if self.lunch[0] <= hour < self.lunch[1] else self.home
 
+    def intervals(self) -> list[tuple[float, float, str]]:
+        """(from hour, to hour, room) of the day, as ``room_at`` gives it."""
+        if self.absent:
+            return []
+        parts = [(self.arrive, self.lunch[0], self.home), (self.lunch[0], self.lunch[1], "kitchen"),
+                 (self.lunch[1], self.leave, self.home)]
+        return [(max(a, self.arrive), min(b, self.leave), room) for a, b, room in parts
+                if min(b, self.leave) > max(a, self.arrive)]
+
 
 def make_routines(cfg: EpisodeConfig, rng: np.random.Generator) -> list[list[Routine]]:
     """routines[day][person]"""
-    homes = ["office", "meeting_room"]
     out = []
     for day in range(cfg.days):
         today = []
         for i in range(cfg.people):
             lunch = 12.0 + float(rng.normal(0.25, 0.15))
-            today.append(Routine(NAMES[i], homes[i % 2], float(rng.normal(8.5, 0.3)), float(rng.normal(17.5, 0.3)),
+            today.append(Routine(NAMES[i], HOMES[i % 2], float(rng.normal(8.5, 0.3)), float(rng.normal(17.5, 0.3)),
                                  (lunch, lunch + 0.75 + float(rng.normal(0, 0.1))),
                                  absent=bool(day > 0 and rng.random() < 0.15)))
         out.append(today)
@@ -97,13 +106,20 @@ def day_start(cfg: EpisodeConfig, day: int) -> float:
 
 @dataclass
 class GroundTruth:
-    config: dict
-    frames: list[dict] = field(default_factory=list)       # t, robot [x, y, yaw], waypoint, visible [names]
-    routines: list[list[dict]] = field(default_factory=list)
-    patrols: list[tuple[float, float]] = field(default_factory=list)
-    positions: dict = field(default_factory=dict)           # name -> {room: [x, y]} in the map frame
+    """What really happened in a simulated episode (both worlds; map frame)."""
+    config: dict                                            # the episode config + "world": small | building
+    frames: list[dict] = field(default_factory=list)       # per camera frame: t, robot [x, y, yaw], waypoint,
+    #   room, visible [names], seen {name: {u, room, position [x, y]}}, present [names], objects {name: room}
+    routines: list[list[dict]] = field(default_factory=list)   # small world: per day per person
+    patrols: list[tuple[float, float]] = field(default_factory=list)   # robot activity [t0, t1] (patrols, waits)
+    positions: dict = field(default_factory=dict)           # small world: name -> {room: [x, y]}
     objects: list[dict] = field(default_factory=list)       # per day: object name -> {room, position [x, y]}
     faces: dict = field(default_factory=dict)               # faces_dir: name -> {person, photo, held_out}
+    rooms: dict = field(default_factory=dict)               # id -> {label, bounds [xmin, xmax, ymin, ymax], shared}
+    people: dict = field(default_factory=dict)              # name -> {visitor, home (room id or ""), portrait}
+    stays: list[dict] = field(default_factory=list)         # where each person really was: person, day, room,
+    #   start, end (unix s), kind (desk|meeting|lunch|visit|walk|wait), position [x, y] (None for walks)
+    day_starts: list[float] = field(default_factory=list)   # unix time of each simulated day's 00:00 (UTC)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -111,6 +127,13 @@ class GroundTruth:
     @classmethod
     def load(cls, path: Path) -> "GroundTruth":
         return cls(**json.loads(path.read_text()))
+
+
+def rooms_truth(rooms: dict[str, tuple[float, float, float, float]], shared) -> dict:
+    """The ground truth's rooms from MiniWorld rectangles (min_x, max_x, min_z, max_z): label (the
+    id with spaces), map-frame bounds [xmin, xmax, ymin, ymax], shared (nobody's home)."""
+    return {room: {"label": room.replace("_", " "), "bounds": [x0, x1, -z1, -z0], "shared": room in shared}
+            for room, (x0, x1, z0, z1) in rooms.items()}
 
 
 def _patrol_poses(cfg: EpisodeConfig):
@@ -206,15 +229,50 @@ def cache_dir() -> Path:
     return Path(os.environ.get("EMBODIED_MEMORY_CACHE", Path.home() / ".cache" / "embodied_memory"))
 
 
-def cached_episode(cfg: EpisodeConfig, progress: bool = True) -> Path:
+GENERATOR_MODULES = ("world.py", "episode.py", "building.py", "schedules.py", "building_episode.py")
+
+
+def generator_sources_hash() -> str:
+    """A hash of the simulator's source files and the portraits it may use: any change to how
+    an episode is generated makes a new cache entry (no stale episode after an upgrade)."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in GENERATOR_MODULES:
+        digest.update((here / name).read_bytes())
+    from .world import portrait_paths
+    digest.update("\n".join(p.name for p in portrait_paths()).encode())
+    return digest.hexdigest()[:16]
+
+
+def _world(cfg):
+    """(cache prefix, generator, description, key extras) of a config's world."""
+    if isinstance(cfg, EpisodeConfig):
+        return "office", generate_episode, "the office: ", {"generator": GENERATOR_VERSION}
+    from . import building_episode
+    if not isinstance(cfg, building_episode.BuildingConfig):
+        raise TypeError(f"cached_episode: an EpisodeConfig or a BuildingConfig, not {type(cfg).__name__}")
+    return ("building", building_episode.generate_building_episode, f"the building: {cfg.visitors} visitor(s), ",
+            {"generator": building_episode.GENERATOR_VERSION, "world": "building"})
+
+
+def episode_dir(cfg) -> Path:
+    """Where ``cached_episode`` keeps the episode of ``cfg``: ``office_...`` for an
+    ``EpisodeConfig``, ``building_...`` for a ``BuildingConfig``; the key covers the config, the
+    world's generator version and the simulator's sources."""
+    prefix, _, _, extra = _world(cfg)
+    key = hashlib.sha256(json.dumps({**asdict(cfg), **extra, "sources": generator_sources_hash()},
+                                    sort_keys=True).encode()).hexdigest()[:10]
+    return cache_dir() / f"{prefix}_seed{cfg.seed}_{key}"
+
+
+def cached_episode(cfg, progress: bool = True) -> Path:
     """The episode directory for ``cfg`` (bag + ground truth), generated on first use."""
-    key = hashlib.sha256(json.dumps({**asdict(cfg), "generator": GENERATOR_VERSION}, sort_keys=True).encode()
-                         ).hexdigest()[:10]
-    path = cache_dir() / f"office_seed{cfg.seed}_{key}"
+    _, generate, what, _ = _world(cfg)
+    path = episode_dir(cfg)
     if not (path / "ground_truth.json").exists():
-        print(f"[sim] simulating the office ({cfg.days} day(s), {cfg.people} people, seed {cfg.seed}) -> {path}",
+        print(f"[sim] simulating {what}{cfg.days} day(s), {cfg.people} people, seed {cfg.seed} -> {path}",
               flush=True)
-        generate_episode(cfg, path, progress=progress)
+        generate(cfg, path, progress=progress)
     return path
 
 
@@ -239,9 +297,20 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
     env.reset(seed=cfg.seed)
     routines = make_routines(cfg, rng)
     placements = object_days(cfg)
-    truth = GroundTruth(config=asdict(cfg), routines=[[asdict(r) for r in day] for day in routines], faces=faces,
+    day_starts = [day_start(cfg, day) for day in range(cfg.days)]
+    truth = GroundTruth(config={**asdict(cfg), "world": "small"},
+                        routines=[[asdict(r) for r in day] for day in routines], faces=faces,
                         objects=[{name: {"room": p["room"], "position": [p["xz"][0], -p["xz"][1]]}
-                                  for name, p in day.items()} for day in placements])
+                                  for name, p in day.items()} for day in placements],
+                        rooms=rooms_truth(ROOMS, [r for r in ROOMS if r not in HOMES]), day_starts=day_starts,
+                        people={NAMES[i]: {"visitor": False, "home": HOMES[i % 2], "portrait": str(chosen[i])}
+                                for i in range(cfg.people)},
+                        stays=sorted(({"person": r.name, "day": day, "room": room,
+                                       "start": day_starts[day] + a * 3600, "end": day_starts[day] + b * 3600,
+                                       "kind": "lunch" if room == "kitchen" else "desk",
+                                       "position": [spot(i, room)[0], -spot(i, room)[1]]}
+                                      for day, today in enumerate(routines) for i, r in enumerate(today)
+                                      for a, b, room in r.intervals()), key=lambda s: (s["start"], s["person"])))
     object_entities = {object_name(kind, colour): ent for kind, colour, ent in env.objects}
     truth.positions = {p.name: {room: [spot(i, room)[0], -spot(i, room)[1]] for room in ("kitchen", "office",
                                                                                         "meeting_room")}
@@ -279,7 +348,7 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
                             bearing = math.atan2(-(pz - z), px - x) - heading
                             bearing = math.atan2(math.sin(bearing), math.cos(bearing))
                             u = cfg.width / 2 - fx * math.tan(bearing)        # image column of the person
-                            seen[person.name] = {"u": round(u, 1), "room": room}
+                            seen[person.name] = {"u": round(u, 1), "room": room, "position": [px, -pz]}
                     objects_seen = {name: placed["room"] for name, placed in placements[day].items()
                                     if _visible((x, z, heading), tuple(placed["xz"]), max_dist=5.0,
                                              min_dist=1.8)}   # 0.5 m objects, level camera 1.5 m up

@@ -1,4 +1,7 @@
-"""Questions with answers, generated from a simulated episode's ground truth (seeded).
+"""The demo's questions (the first generator): answers from a simulated small-office episode's
+ground truth (seeded). The benchmark (``embodied-memory eval``) no longer uses it: its questions
+come from ``sim/questions_v2.py`` (every type, two disjoint phrasing sets, truth from
+``sim/truth.py`` only) and are scored by ``sim/scoring.py``.
 
 Types follow NaVQA (position, binary, time, duration) and PersonEQA (person sets); every
 question carries the time it is asked.  Durations are what the robot could observe: the time
@@ -13,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from ..agent.visits import observed_minutes, split_visits
 from ..calendar_windows import TimeZone, as_zone, day_window, local_date
 from .episode import GroundTruth
+from .scoring import keyword_match
 
 PHRASES = {
     "position": ["Where did you last see {name}?", "Where was {name} last seen?"],
@@ -148,20 +152,6 @@ def _object_questions(frames_of_day, placed, day, asked_at, rng, per_type, phras
             out.append(Question(phrase("text", room=_room_label(room), day=day), "text", asked_at,
                                 {"objects": present}))
     return out
-
-
-_STOP = {"a", "an", "the", "of", "and", "in", "on", "at", "i", "saw", "was", "were", "there", "is", "it"}
-
-
-def keyword_match(expected: list[str], text: str) -> float:
-    """Share of the expected names whose every word occurs in the answer text (lower case,
-    punctuation removed, stop words ignored): the documented offline stand-in for LLM-Match."""
-    import re
-    words = set(re.findall(r"[a-z0-9]+", text.lower()))
-    if not expected:
-        return 0.0
-    hits = [all(w in words for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _STOP) for name in expected]
-    return sum(hits) / len(expected)
 
 
 def score(question: Question, answer: dict, names_of: dict[str, str]) -> tuple[bool, str]:
