@@ -38,13 +38,15 @@ def test_eval_runner_on_a_building_day(tmp_path, cache):
     rules, rules_dev = by[("rules", "psfr", "evaluation")], by[("rules", "psfr", "dev")]
     print({r.label: (round(r.accuracy(), 2), round(r.strict_accuracy(), 2)) for r in results})
     # every people question type is asked, in both phrasing sets, about the same facts
-    assert set(rules.scores) >= set(PEOPLE_TYPES) - {"habit_place", "habit_time", "absent_days"}
+    # (one day: no habits or absent days yet; the day's last frame is before anyone leaves)
+    assert set(rules.scores) >= set(PEOPLE_TYPES) - {"habit_place", "habit_time", "absent_days", "departure"}
     assert [a["truth"] for a in rules.answers] == [a["truth"] for a in rules_dev.answers]
     assert {a["question"] for a in rules.answers}.isdisjoint(a["question"] for a in rules_dev.answers)
-    # floors (measured when written: rules / psfr FLOOR_NOTE)
-    assert rules.accuracy() >= 0.15 and rules_dev.accuracy() >= 0.2
+    # floors, measured when written: rules / psfr 0.29 on the evaluation phrasings, 0.38 on dev; text top-k
+    # 0.19; without people memory 0.10; a planner that always declines would score about 0.11
+    assert rules.accuracy() >= 0.2 and rules_dev.accuracy() >= 0.25
     assert rules.strict_accuracy() <= rules.accuracy()
-    assert rules.accuracy("unanswerable") >= 0.5                # "I don't know" when memory has nothing
+    assert rules.split_accuracy(answerable=False) >= 0.5      # "not seen" / "I don't know" when memory has nothing
     assert rules.accuracy() > by[("rules", "psfr_no_people", "evaluation")].accuracy()
     assert rules.accuracy() > by[("text_top_k", "psfr", "evaluation")].accuracy()
     full = by[("full_context", "psfr", "evaluation")]
@@ -68,7 +70,7 @@ def test_eval_through_the_real_nodes_on_the_small_office(tmp_path, cache):
                        variants=("psfr",), per_type=2, progress=False, path="nodes")
     (rules,) = results
     print(rules.summary())
-    assert sum(len(v) for v in rules.scores.values()) >= 15 and rules.accuracy() >= 0.3   # measured NODES_NOTE
+    assert sum(len(v) for v in rules.scores.values()) >= 15 and rules.accuracy() >= 0.3   # measured: NODES_MEASURED
     assert "| rules / psfr |" in (tmp_path / "out" / "report.md").read_text()
 
 

@@ -10,15 +10,19 @@ from pathlib import Path
 import pytest
 
 from embodied_memory.sim.episode import GroundTruth
-from embodied_memory.sim.questions_v2 import (OBJECT_TYPES, SLOTS, TYPES, UNANSWERABLE, Question,
-                                              generate_questions, load_phrasings, template_slots)
-from embodied_memory.sim.scoring import Score, score, summarize
-from embodied_memory.sim.truth import observed_truth
+from embodied_memory.calendar_windows import WEEKDAYS
+from embodied_memory.sim.questions_v2 import (OBJECT_TYPES, SLOTS, TYPES, UNANSWERABLE, UNANSWERABLE_REASONS,
+                                              WHO_FIRST_MARGIN_S, Question, generate_questions, load_phrasings,
+                                              template_slots)
+from embodied_memory.sim.scoring import Score, category, score, summarize
+from embodied_memory.sim.truth import FALLBACK_LUNCH_ROOMS, observed_truth
 
 REPO = Path(__file__).resolve().parents[1]
 DAY0 = dt.datetime(2026, 3, 9, tzinfo=dt.timezone.utc).timestamp()     # Monday 00:00 UTC
 MON, TUE, WED = dt.date(2026, 3, 9), dt.date(2026, 3, 10), dt.date(2026, 3, 11)
 SPOT = {"open_office": (-10.0, 8.0), "lab": (4.0, 8.0), "kitchen": (-18.0, 8.0), "reception": (0.0, 0.5)}
+ROOMS = ("kitchen", "open_office", "lab", "reception", "north_corridor")
+ALL_ROOMS = {r: r.replace("_", " ") for r in ROOMS}
 
 
 def at(day: int, hour: float, minute: float = 0.0) -> float:
@@ -61,8 +65,9 @@ def make_truth(with_stays: bool = True) -> GroundTruth:
         + burst(2, 16, 0, "lab", ["bob"], 2)                   # the last frame: Wed 16:01
     )
     truth = GroundTruth(config={"world": "building", "days": 3}, frames=frames)
-    truth.rooms = {r: {"label": r.replace("_", " "), "bounds": [0, 1, 0, 1], "shared": r in ("kitchen", "reception")}
-                   for r in ("kitchen", "open_office", "lab", "reception", "north_corridor")}
+    truth.rooms = {r: {"label": r.replace("_", " "), "bounds": [0, 1, 0, 1],
+                       "shared": r in ("kitchen", "reception", "north_corridor")}
+                   for r in ROOMS}
     truth.people = {"alice": {"visitor": False, "home": "open_office"}, "bob": {"visitor": False, "home": "lab"},
                     "carol": {"visitor": False, "home": "lab"}, "victor": {"visitor": True, "home": ""},
                     "dave": {"visitor": False, "home": "lab"}}               # dave is never seen
@@ -125,6 +130,37 @@ def test_phrasing_sets_are_complete_disjoint_and_varied():
     assert not dev & evaluation
     with pytest.raises(ValueError):
         load_phrasings("training")
+
+
+def _four_grams(template: str) -> set[tuple[str, ...]]:
+    """Word 4-grams of a template: slots removed, punctuation removed, lower case."""
+    words = re.sub(r"[^a-z0-9]+", " ", re.sub(r"\{[a-z0-9]+\}", " ", template.lower()).replace("'", "")).split()
+    return {tuple(words[i:i + 4]) for i in range(len(words) - 3)}
+
+
+def _shared_four_grams(evaluation: dict, dev: dict) -> list[str]:
+    dev_grams = set().union(*(_four_grams(t) for ts in dev.values() for t in ts))
+    return [f"{kind}: {t!r} shares {' '.join(sorted(_four_grams(t) & dev_grams)[0])!r}"
+            for kind, ts in evaluation.items() for t in ts if _four_grams(t) & dev_grams]
+
+
+def test_no_evaluation_template_shares_four_words_with_a_dev_template():
+    assert _shared_four_grams(load_phrasings("evaluation"), load_phrasings("dev")) == []
+    # the guard finds a near-copy (slots and punctuation do not hide it)
+    assert _shared_four_grams({"arrival": ["{day} -- at what time did {name} come by?"]}, load_phrasings("dev"))
+    assert _four_grams("When did {name} arrive {day}?") == set()             # "when did arrive": 3 words
+
+
+def test_questions_read_well_after_filling(truth, every_question):
+    questions = every_question + generate_questions(truth, seed=3, per_type=1000, objects=True)
+    days = ("Today, ", "Yesterday, ", *(f"On {d.capitalize()}, " for d in WEEKDAYS))
+    leading = [q for q in questions if q.template.startswith("{day}")]
+    assert leading and all(q.question.startswith(days) for q in leading), [q.question for q in leading][:3]
+    assert {q.phrasing_set for q in leading if q.question.startswith("On Monday, ")} == {"dev", "evaluation"}
+    for q in questions:
+        low_weekday = re.search(r"\b(" + "|".join(WEEKDAYS) + r")\b", q.question)
+        assert low_weekday is None, q.question                   # weekday names are capitalised
+        assert q.question[0].isupper() and "  " not in q.question, q.question
 
 
 def _template_pattern(template: str) -> re.Pattern:
@@ -235,9 +271,15 @@ def test_answers_on_hand_computed_cases(every_question):
     assert [q.answer["person"] for q in find(qs, "who_first", "Alice", "Carol", "yesterday")] == ["alice"]
     assert find(qs, "who_first", "Bob", "Carol", "on Monday") == []            # both arrived at 09:30
     assert {q.answer["count"] for q in find(qs, "count", "on Monday") if "{room}" not in q.template} == {3}
-    assert [q.answer["time"] for q in find(qs, "arrival", "Alice", "on Monday")] == [at(0, 9)]
+    assert [(q.answer["time"], q.answer["true_time"]) for q in find(qs, "arrival", "Alice", "on Monday")] == [
+        (at(0, 9), at(0, 8, 30))]                                              # first sighting, real arrival
     assert find(qs, "departure", "Alice", "today") == []                       # still at her desk
-    assert [q.answer["time"] for q in find(qs, "departure", "Carol", "today")] == [at(2, 12, 22)]
+    assert [(q.answer["time"], q.answer["true_time"]) for q in find(qs, "departure", "Carol", "today")] == [
+        (at(2, 12, 22), at(2, 15))]
+    persons = [q for q in qs if q.type in ("persons", "with_whom", "first_time", "count")]
+    assert persons and all(q.answer["all_people"] == ["alice", "bob", "carol", "dave", "victor"] for q in persons)
+    rooms = [q for q in qs if q.type in ("position", "where_now", "habit_place", "object_position")]
+    assert rooms and all(q.answer["all_rooms"] == ALL_ROOMS for q in rooms)
     assert [q.answer["binary"] for q in find(qs, "binary", "Alice", "lab", "today")] == []   # there, unseen
     assert {q.answer["room"] for q in find(qs, "where_now", "Bob")} == {"lab"}
     assert find(qs, "where_now", "Victor") == []                               # not seen today
@@ -248,22 +290,93 @@ def test_answers_on_hand_computed_cases(every_question):
     assert [q.answer["objects"] for q in find(qs, "text", "lab", "yesterday")] == [["red box"]]
 
 
+def _variant(**changes) -> GroundTruth:
+    """The hand-built truth with some stays added (``add``) or replaced (``replace``: (person, day) -> stays)."""
+    t = make_truth()
+    for key, stays in changes.get("replace", {}).items():
+        t.stays = [s for s in t.stays if (s["person"], s["day"]) != key] + stays
+    t.stays = sorted(t.stays + changes.get("add", []), key=lambda s: (s["start"], s["person"]))
+    return t
+
+
+def test_who_first_only_when_seen_and_real_order_agree_by_a_margin():
+    assert WHO_FIRST_MARGIN_S == 600
+    def asked(t):
+        return [q.answer["person"] for q in find(generate_questions(t, seed=3, per_type=1000), "who_first",
+                                                 "Alice", "Carol", "yesterday")]
+    assert asked(make_truth()) == ["alice"]                 # seen 09:10 / 10:00, really 08:45 / 09:00
+    # carol really came in first (08:30), though alice was seen first: not asked
+    assert asked(_variant(replace={("carol", 1): [stay("carol", 1, "lab", (8, 30), (17, 0))]})) == []
+    # real arrivals 5 min apart (08:45 / 08:50): not asked
+    assert asked(_variant(replace={("carol", 1): [stay("carol", 1, "lab", (8, 50), (17, 0))]})) == []
+
+
+def test_sets_counts_and_absences_are_asked_only_where_what_was_seen_is_what_was_there():
+    base = generate_questions(make_truth(), seed=3, per_type=1000)
+    assert [q.answer["persons"] for q in find(base, "persons", "kitchen", "on Monday")] == [["alice", "bob"]]
+    assert {q.answer["count"] for q in find(base, "count", "kitchen", "on Monday")} == {2}
+    assert [q.answer["persons"] for q in find(base, "with_whom", "Alice", "on Monday")] == [["bob"]]
+    # dave (never seen) really sat in the kitchen while the robot was there on Monday
+    dave = _variant(add=[stay("dave", 0, "kitchen", (12, 0), (12, 30), "lunch")])
+    obs = observed_truth(dave)
+    assert obs.present_in("kitchen", MON) == {"alice", "bob", "dave"} and obs.present_on(MON) == {
+        "alice", "bob", "carol", "dave"}
+    assert obs.true_companions("alice", MON) == {"bob", "dave"}
+    qs = generate_questions(dave, seed=3, per_type=1000)
+    assert find(qs, "persons", "kitchen", "on Monday") == [] and find(qs, "count", "kitchen", "on Monday") == []
+    assert [q for q in find(qs, "count", "on Monday") if "{room}" not in q.template] == []     # 3 seen, 4 came
+    assert find(qs, "with_whom", "Alice", "on Monday") == [] and find(qs, "with_whom", "Bob", "on Monday") == []
+    assert [q.answer["persons"] for q in find(qs, "persons", "lab", "on Monday")] == [["bob", "carol"]]   # still fair
+    # dave in the kitchen before the robot came (11:00): the kitchen questions stay
+    early = _variant(add=[stay("dave", 0, "kitchen", (10, 0), (10, 50), "visit")])
+    assert observed_truth(early).present_in("kitchen", MON) == {"alice", "bob"}
+    assert find(generate_questions(early, seed=3, per_type=1000), "persons", "kitchen", "on Monday")
+    # dave comes in after the question is asked (17:00): "how many people did you see today" stays
+    late = generate_questions(_variant(add=[stay("dave", 2, "lab", (17, 0), (18, 0))]), seed=3, per_type=1000)
+    assert {q.answer["count"] for q in find(late, "count", "today") if "{room}" not in q.template} == {3}
+    # bob really came in on Tuesday (unseen): "on which days was bob absent" would be wrong
+    assert [q.answer["days"] for q in find(base, "absent_days", "Bob")] == [["2026-03-10"]]
+    unseen = _variant(add=[stay("bob", 1, "lab", (13, 0), (14, 0))])
+    assert find(generate_questions(unseen, seed=3, per_type=1000), "absent_days", "Bob") == []
+
+
+def test_habits_use_the_truths_shared_rooms_and_lunch_stays():
+    obs = observed_truth(make_truth())
+    assert obs.shared_rooms == {"kitchen", "reception", "north_corridor"} and obs.lunch_rooms == ("kitchen",)
+    lab_shared = make_truth()
+    lab_shared.rooms["lab"]["shared"] = True                 # nobody's workplace now
+    habits = observed_truth(lab_shared).habits
+    assert habits["bob"].place == "" and habits["carol"].place == "" and habits["alice"].place == "open_office"
+    lunch_in_lab = make_truth()                              # lunch stays decide the lunch rooms
+    lunch_in_lab.stays = [dict(s, kind="desk") if s["kind"] == "lunch" else s for s in lunch_in_lab.stays]
+    lunch_in_lab.stays.append(stay("carol", 1, "lab", (10, 0), (10, 5), "lunch"))
+    obs = observed_truth(lunch_in_lab)
+    assert obs.lunch_rooms == ("lab",) and obs.habits["alice"].lunch_minutes is None
+    old = observed_truth(GroundTruth(config={"world": "small"}, frames=make_truth().frames))
+    assert old.lunch_rooms == FALLBACK_LUNCH_ROOMS and "kitchen" in old.shared_rooms
+
+
 def test_unanswerable_questions_ask_what_was_never_observed(truth):
     qs = generate_questions(truth, seed=5, per_type=4)
     obs = observed_truth(truth)
     un = [q for q in qs if q.type == UNANSWERABLE]
-    assert un and all(q.answer == {"unanswerable": True, "imitates": q.answer["imitates"]} for q in un)
+    assert un and all(q.answer == {"unanswerable": True, "imitates": q.answer["imitates"],
+                                   "reason": q.answer["reason"]} for q in un)
+    assert {q.answer["reason"] for q in un} <= set(UNANSWERABLE_REASONS) and len({q.answer["reason"] for q in un}) >= 2
     for q in un:
         named = {n for n in ("alice", "bob", "carol", "victor") if n.capitalize() in q.question}
         day = next((d for phrase, d in (("today", WED), ("yesterday", TUE), ("on Monday", MON))
-                    if phrase in q.question), None)
+                    if phrase.lower() in q.question.lower()), None)
+        assert category(q) == "unanswerable/" + q.answer["reason"]
         if not named:
-            continue                                                          # a name never seen
+            assert q.answer["reason"] == "never_seen", q.question
+            continue
         person = named.pop()
         if day is not None:
-            assert person not in obs.seen_on[day], q.question
+            assert person not in obs.seen_on[day] and q.answer["reason"] == "absent_day", q.question
         else:
             assert q.answer["imitates"] in ("habit_time", "habit_place") and person == "victor", q.question
+            assert q.answer["reason"] == "unobserved"
 
 
 # --- scoring
@@ -363,16 +476,26 @@ def test_declining_is_wrong_when_answerable_and_the_only_right_answer_otherwise(
                    {"status": "ok", "text": "I have not seen Alice yesterday."}, {"status": "error", "error": "x"},
                    {"status": "ok", "text": ""}):
         assert not score(q, answer, {}).correct, answer
-    un = q_of("unanswerable", {"unanswerable": True, "imitates": "time"}, answerable=False)
-    for answer in ({"status": "no_answer", "text": "I could not answer that."},
-                   {"status": "ok", "text": "I did not see Dave on Tuesday."},
-                   {"status": "ok", "text": "I don't know anyone called Zoe."}):
+    un = q_of("unanswerable", {"unanswerable": True, "imitates": "time", "reason": "absent_day"}, answerable=False)
+    for answer in ({"status": "ok", "text": "I did not see Dave on Tuesday."},
+                   {"status": "ok", "text": "I don't know anyone called Zoe."},
+                   {"status": "no_answer", "text": "I don't know who Zoe is."},           # the rules planner's texts
+                   {"status": "ok", "binary": "no", "text": "No, I have no such observation."},
+                   {"status": "ok", "text": "I have never seen Zoe."}, {"status": "ok", "text": "I haven't seen him."},
+                   {"status": "no_answer", "text": "I could not answer that.",          # the reason says it
+                    "error": "alice was not seen in that time"}):
         assert ok(score(un, answer, {})) == (True, True), answer
-    for answer in ({"status": "ok", "text": "At 10:00.", "time": at(1, 10)},
+    for answer in ({"status": "no_answer", "text": "I could not answer that."},          # a failure, not "not seen"
+                   {"status": "no_answer", "text": "I could not answer that.", "error": "no waypoint matched"},
+                   {"status": "ok", "text": "Fine.", "error": "alice was not seen"},   # only a no-answer's reason
+                   {"status": "no_answer", "text": ""}, {"status": "ok", "text": "Sorry."},
+                   {"status": "ok", "text": "At 10:00.", "time": at(1, 10)},
                    {"status": "ok", "text": "I did not see him after 10:00.", "time": at(1, 10)},
+                   {"status": "ok", "text": "I did not see him after 10:00."},          # a time in the text answers
                    {"status": "ok", "text": "At 10:00."}, {"status": "error", "error": "timeout"},
                    {"status": "ok", "text": ""}):
         assert not score(un, answer, {}).correct, answer
+    assert category(un) == "unanswerable/absent_day" and category(q) == "time"
 
 
 def test_objects_text_and_summary():
@@ -383,7 +506,8 @@ def test_objects_text_and_summary():
               "persons": [Score(True, True, precision=1.0, recall=1.0), Score(False, False, precision=0.5,
                                                                               recall=1.0)]}
     summary = summarize(scores)
-    assert summary["time"]["n"] == 3 and summary["time"]["accuracy"] == pytest.approx(1 / 3)
+    assert summary["time"]["n"] == 3 and summary["time"]["answered"] == 3
+    assert summary["time"]["accuracy"] == pytest.approx(1 / 3)
     assert summary["time"]["mean_error"] == pytest.approx(5.5) and summary["time"]["median_error"] == 5.5
     assert summary["time"]["unit"] == "min" and "mean_precision" not in summary["time"]
     assert summary["persons"]["mean_precision"] == 0.75 and summary["persons"]["mean_recall"] == 1.0
@@ -402,3 +526,132 @@ def test_old_truth_and_other_time_zones(truth):
                             for q in arrivals)
     s = score(arrivals[0], {"status": "ok", "text": "At " + arrivals[0].answer["local"][11:16] + "."}, {})
     assert s.strict
+
+
+# --- reading answer texts strictly (the reviewer's cases)
+def test_durations_need_a_unit_and_one_duration_is_read():
+    def read(text, truth=30.0):
+        s = score(q_of("duration", {"duration_minutes": truth}), {"status": "ok", "text": text}, {})
+        return s.answered, s.correct
+    for text, truth in (("1 person visible at library.", 1.0), ("She was in room 3.", 3.0),
+                        ("On 2026-03-09.", 2026.0), ("Seen at 14:05.", 5.0), ("About 5 m.", 5.0),
+                        ("For 20 s.", 20 / 60), ("person_0005 was there.", 5.0), ("3 people were there.", 3.0)):
+        assert read(text, truth) == (False, False), text                    # no duration in these
+    assert read("30 minutes in the lab; I last saw her 10 minutes ago.") == (True, True)
+    assert read("30 minutes in the lab; I last saw her 10 minutes ago.", 40.0) == (True, False)   # not summed
+    assert read("I saw her 10 minutes ago; she stayed 30 minutes.") == (True, True)
+    assert read("With 3 people from 10:00 to 10:30 (2026-03-09), about thirty minutes.") == (True, True)
+    q = q_of("duration", {"duration_minutes": 80.0})
+    for text in ("1 hour 20 minutes", "1h 20 min", "one hour and twenty minutes", "an hour and twenty mins"):
+        assert score(q, {"status": "ok", "text": text}, {}).error == pytest.approx(0.0), text
+    assert score(q, {"status": "ok", "text": "1h"}, {}).error == pytest.approx(20.0)
+    assert score(q, {"status": "ok", "text": "one and a half hours"}, {}).error == pytest.approx(10.0)
+
+
+def test_counts_read_names_and_treat_no_one_else_as_a_qualifier():
+    c = q_of("count", {"count": 3, "all_people": ["alice", "bob", "carol", "dave"]})
+    assert score(c, {"status": "ok", "text": "Alice, Bob and Carol; no one else."}, {}).correct
+    assert score(c, {"status": "ok", "text": "person_0001, person_0002 and Dave."}, {}).correct
+    assert score(c, {"status": "ok", "text": "Three."}, {}).correct
+    s = score(c, {"status": "ok", "text": "Nobody."}, {})
+    assert s.answered and not s.correct and s.compared == "0 vs 3"
+    assert not score(c, {"status": "ok", "text": "1 person visible at library."}, {}).correct
+    assert not score(c, {"status": "ok", "text": "I saw them at 13:00 on 2026-03-09."}, {}).answered
+
+
+def test_rooms_need_exactly_one_room_and_waypoints_name_their_room():
+    where = q_of("where_now", {"position": [0.0, 0.0, 0.0], "room": "kitchen", "all_rooms": ALL_ROOMS})
+    s = score(where, {"status": "ok", "text": "In the kitchen, the lab or the open office."}, {})
+    assert not s.correct and not s.answered                                   # several rooms: no answer
+    assert score(where, {"status": "ok", "text": "In the kitchen, by the coffee machine."}, {}).strict
+    s = score(where, {"status": "ok", "text": "In the lab."}, {})
+    assert s.answered and not s.correct
+    corridor = q_of("where_now", {"position": [0.0, 0.0, 0.0], "room": "north_corridor", "all_rooms": ALL_ROOMS})
+    assert score(corridor, {"status": "ok", "waypoint": "north_corridor_3"}, {}).strict
+    assert score(corridor, {"status": "ok", "text": "I saw Bob at north_corridor_3 at 14:00."}, {}).strict
+    habit = q_of("habit_place", {"room": "north_corridor", "all_rooms": ALL_ROOMS})
+    assert score(habit, {"status": "ok", "waypoint": "north_corridor_3"}, {}).correct
+    assert not score(habit, {"status": "ok", "waypoint": "kitchen"}, {}).correct
+    pos = q_of("position", {"position": [0.0, 3.0, 0.0], "room": "north_corridor", "all_rooms": ALL_ROOMS})
+    assert ok(score(pos, {"status": "ok", "waypoint": "north_corridor_3"}, {})) == (True, False)
+    assert not score(pos, {"status": "ok", "text": "Near the kitchen or the lab."}, {}).answered
+
+
+def test_who_first_reads_the_field_or_an_explicit_order():
+    w = q_of("who_first", {"person": "erin", "options": ["bob", "erin"]})
+    read = lambda text: (lambda s: (s.answered, s.correct))(score(w, {"status": "ok", "text": text}, {}))  # noqa: E731
+    assert read("Bob arrived after Erin.") == (True, True)                  # the first name mentioned is not it
+    assert read("Erin came in before Bob.") == (True, True)
+    assert read("Erin was first.") == (True, True)
+    assert read("The first to arrive was Erin.") == (True, True)
+    assert read("Erin at 09:10, Bob at 09:40.") == (True, True)
+    assert read("Erin arrived after Bob.") == (True, False)
+    assert read("Bob and Erin both came in.") == (False, False)
+    assert read("Bob was not first.") == (False, False)
+    names_of = {"person_8": "bob", "person_9": "erin"}
+    assert score(w, {"status": "ok", "persons": ["person_9"], "text": "Bob."}, names_of).correct
+    assert not score(w, {"status": "ok", "persons": ["person_8"], "text": "Erin was first."}, names_of).correct
+
+
+def test_yes_no_uses_the_field_then_one_polarity():
+    yes = q_of("binary", {"binary": "yes"})
+    mixed = "I saw Dave there at 14:00, though I did not see him later."
+    s = score(yes, {"status": "ok", "text": mixed}, {})
+    assert not s.answered and not s.correct                                   # both polarities: no answer
+    assert score(yes, {"status": "ok", "binary": "yes", "text": mixed}, {}).correct
+    assert score(yes, {"status": "ok", "text": "I saw Dave in the kitchen at 14:00."}, {}).correct
+    assert not score(yes, {"status": "ok", "text": "Not that I saw."}, {}).correct
+    together = q_of("together", {"binary": "no"})
+    assert score(together, {"status": "ok", "text": "They never shared a room."}, {}).correct
+    assert not score(together, {"status": "ok", "text": "Alice and Bob were together at 12:10."}, {}).correct
+
+
+def test_absent_days_are_the_days_of_negative_clauses():
+    d = q_of("absent_days", {"days": ["2026-03-10"], "tz": "UTC"})                    # asked on Wednesday
+    assert ok(score(d, {"status": "ok", "text": "He was here Monday and Wednesday, absent Tuesday."}, {})) == (
+        True, True)
+    assert score(d, {"status": "ok", "text": "I saw him on Monday and today but not on Tuesday."}, {}).correct
+    s = score(d, {"status": "ok", "text": "Not seen on Monday, Tuesday and Wednesday."}, {})
+    assert not s.correct and s.precision == pytest.approx(1 / 3) and s.recall == 1.0
+    assert not score(d, {"status": "ok", "text": "He was here on Monday and today."}, {}).answered
+
+
+def test_a_value_is_read_before_a_refusal_is_assumed():
+    first = q_of("first_seen", {"time": at(2, 13, 59), "tz": "UTC"})
+    s = score(first, {"status": "ok", "text": "Bob was first seen at 13:59; I have not seen him since 16:35."}, {})
+    assert s.strict and s.answered
+    t = q_of("time", {"time": at(1, 14, 5), "tz": "UTC"})
+    s = score(t, {"status": "ok", "text": "I have not seen Alice yesterday."}, {})
+    assert not s.answered and s.compared.startswith("declined")
+    s = score(t, {"status": "ok", "text": "Hm."}, {})
+    assert not s.answered and s.compared.startswith("nothing readable")
+
+
+def test_extra_names_count_against_precision():
+    q = q_of("persons", {"persons": ["alice", "bob"], "all_people": ["alice", "bob", "carol", "dave"]})
+    s = score(q, {"status": "ok", "text": "Alice, Bob and Dave."}, {})                 # dave: only in all_people
+    assert not s.correct and s.precision == pytest.approx(2 / 3) and s.recall == 1.0
+    s = score(q, {"status": "ok", "text": "Alice, Bob and person_0007."}, {})          # an unnamed identity
+    assert not s.correct and s.precision == pytest.approx(2 / 3)
+    s = score(q, {"status": "ok", "text": "I saw nobody there."}, {})
+    assert s.answered and (s.precision, s.recall) == (0.0, 0.0)
+
+
+def test_summary_reports_coverage_recall_over_all_and_precision_over_answered():
+    q = q_of("persons", {"persons": ["alice", "bob"]})
+    names_of = {"person_1": "alice", "person_2": "bob", "person_3": "carol"}
+    scores = {"persons": [score(q, {"status": "ok", "persons": ["person_1", "person_2"]}, names_of),
+                          score(q, {"status": "ok", "persons": ["person_1", "person_3"]}, names_of),
+                          score(q, {"status": "ok", "text": "I don't know."}, names_of),
+                          score(q, {"status": "error", "error": "timeout"}, names_of)],
+              "duration": [score(q_of("duration", {"duration_minutes": 10.0}), {"status": "ok", "text": t}, {})
+                           for t in ("12 minutes", "20 minutes", "She was in room 3.")]}
+    assert [s.answered for s in scores["persons"]] == [True, True, False, False]
+    assert scores["persons"][2].precision is None and scores["persons"][2].recall == 0.0
+    row = summarize(scores)["persons"]
+    assert (row["n"], row["answered"]) == (4, 2)
+    assert row["mean_precision"] == pytest.approx(0.75)                      # (1 + 0.5) / 2 answered
+    assert row["mean_recall"] == pytest.approx((1 + 0.5) / 4)                # unanswered count as 0
+    row = summarize(scores)["duration"]
+    assert (row["n"], row["answered"], row["mean_error"]) == (3, 2, pytest.approx(6.0))
+    assert "mean_precision" not in row

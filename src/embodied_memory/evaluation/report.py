@@ -12,15 +12,21 @@ import json
 import logging
 from pathlib import Path
 
+from ..sim import scoring as sc
 from .llm_match import llm_match_accuracy
 
 log = logging.getLogger(__name__)
 
-THRESHOLDS = ("Scoring (`sim/scoring.py`): **accuracy** at HUMEMBR's thresholds (position within 5 m; time and "
-              "duration within 5 min; sets, yes/no, counts and day lists exact; usual lunch time within 15 min); "
-              "**strict** at tight ones (2 m; 1 min; duration within 20 % or 1 min; lunch time within 5 min). "
-              "Unanswerable questions count as right only for an explicit \"I don't know\" / \"not seen\"; an "
-              "answerable question answered that way is wrong. Errors are over the questions that got a value.")
+THRESHOLDS = (f"Scoring (`sim/scoring.py`): **accuracy** at HUMEMBR's thresholds (position within {sc.POSITION_M:g} m; "
+              f"time and duration within {sc.TIME_MIN:g} / {sc.DURATION_MIN:g} min; sets, yes/no, counts and day lists "
+              f"exact) and our usual-lunch-time threshold ({sc.HABIT_TIME_MIN:g} min); **strict** at tight ones "
+              f"({sc.POSITION_STRICT_M:g} m; {sc.TIME_STRICT_MIN:g} min; duration within "
+              f"{sc.DURATION_STRICT_SHARE:.0%} or {sc.DURATION_STRICT_MIN:g} min; lunch time within "
+              f"{sc.HABIT_TIME_STRICT_MIN:g} min). Unanswerable questions (by reason: absent that day, activity "
+              "unobserved, name never seen) count as right only for an explicit \"I don't know\" / \"not seen\"; an "
+              "answerable question answered that way is wrong. Errors and precision are over the answered questions "
+              "(column `answered`), recall over all.")
+HIDDEN_TRUTH_KEYS = ("all_people", "all_rooms")   # scoring context in a question's answer, not its truth
 MAX_FAILURES = 40        # per run in report.md (results.json has them all)
 
 
@@ -31,15 +37,17 @@ def _fmt(value, digits: int = 2) -> str:
 
 
 def _run_table(results, categories: list[str]) -> list[str]:
-    lines = ["| planner / memory | overall | strict | " + " | ".join(categories) + " | tokens median | tokens p95 |"
-             " latency median (s) | tool calls |", "|---" * (len(categories) + 7) + "|"]
+    lines = ["| planner / memory | overall | strict | answerable | unanswerable | " + " | ".join(categories)
+             + " | tokens median | tokens p95 | latency median (s) | tool calls |", "|---" * (len(categories) + 9) + "|"]
     for r in results:
         s = r.summary()
         if r.prompt_only:      # no endpoint: nothing answered, only the prompt it would send is measured
-            lines.append(f"| {r.label} (no endpoint: prompt size only) | - | - | " + " | ".join("-" for _ in categories)
+            lines.append(f"| {r.label} (no endpoint: prompt size only) | - | - | - | - | "
+                         + " | ".join("-" for _ in categories)
                          + f" | {s['tokens_median']} | {s['tokens_p95']} | - | - |")
             continue
         lines.append(f"| {r.label} | {s['accuracy']:.2f} | {s['strict_accuracy']:.2f} | "
+                     f"{s['answerable_accuracy']:.2f} | {s['unanswerable_accuracy']:.2f} | "
                      + " | ".join(_fmt(s["per_category"].get(c, {}).get("accuracy")) for c in categories)
                      + f" | {s['tokens_median']} | {s['tokens_p95']} | {s['latency_median_s']} |"
                        f" {s['tool_calls_median']} |")
@@ -47,11 +55,11 @@ def _run_table(results, categories: list[str]) -> list[str]:
 
 
 def _detail_table(run) -> list[str]:
-    lines = [f"**{run.label}**", "", "| type | n | accuracy | strict | mean error | median error | precision |"
-             " recall |", "|---|---|---|---|---|---|---|---|"]
+    lines = [f"**{run.label}**", "", "| type | n | answered | accuracy | strict | mean error | median error | "
+             "precision | recall |", "|---|---|---|---|---|---|---|---|---|"]
     for kind, s in sorted(run.summary()["per_category"].items()):
         unit = f" {s['unit']}" if s.get("unit") else ""
-        lines.append(f"| {kind} | {s['n']} | {_fmt(s['accuracy'])} | {_fmt(s['strict_accuracy'])} | "
+        lines.append(f"| {kind} | {s['n']} | {s['answered']} | {_fmt(s['accuracy'])} | {_fmt(s['strict_accuracy'])} | "
                      f"{_fmt(s.get('mean_error'), 1)}{unit if s.get('mean_error') is not None else ''} | "
                      f"{_fmt(s.get('median_error'), 1)}{unit if s.get('median_error') is not None else ''} | "
                      f"{_fmt(s.get('mean_precision'))} | {_fmt(s.get('mean_recall'))} |")
@@ -91,15 +99,16 @@ def _failure_lines(results) -> list[str]:
                   "| type | question | answer | truth | compared | tool calls |", "|---|---|---|---|---|---|"]
         for a in wrong[:MAX_FAILURES]:
             calls = ", ".join(a.get("calls", []))[:160] or "-"
+            truth = {k: v for k, v in a["truth"].items() if k not in HIDDEN_TRUTH_KEYS}
             lines.append(f"| {a['type']} | {a['question']} | {str(a['answer'])[:120].replace('|', '/')} | "
-                         f"{json.dumps(a['truth'])[:100].replace('|', '/')} | {a['compared']} | {calls} |")
+                         f"{json.dumps(truth)[:100].replace('|', '/')} | {a['compared']} | {calls} |")
         lines.append("")
     return lines
 
 
 def write_report(out_dir: Path, results, questions, timings: dict, config: dict, identity: dict) -> None:
     categories = sorted({c for r in results for c in r.scores})
-    counts = ", ".join(f"{c}: {sum(1 for q in questions if q.type == c)}" for c in categories)
+    counts = ", ".join(f"{c}: {sum(1 for q in questions if sc.category(q) == c)}" for c in categories)
     (out_dir / "results.json").write_text(json.dumps({
         "config": config, "questions": len(questions), "timings": timings, "identities": identity,
         "runs": [r.summary() for r in results], "answers": {r.label: r.answers for r in results}}, indent=2))

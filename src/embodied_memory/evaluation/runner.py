@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..ingest.selection import SelectionParams
+from ..sim import scoring
 from ..sim.naming import MAX_IMAGES as OPERATOR_IMAGES, MIN_SIGHTINGS as OPERATOR_MIN_SIGHTINGS
 from .llm_match import JUDGE_CORRECT_MARK, JudgeError, llm_match, llm_match_accuracy
 
@@ -41,8 +42,7 @@ MEMORY_VARIANTS = {
 }
 MEMORY_MARKER = "eval_memory.json"     # written into a variant's memory once it is ingested and named
 SELECTION = SelectionParams()          # the default selection (T = 10 s, K = 6); variants set the policy
-ERROR_GROUPS = {"position": ("position", "object_position"), "time": ("time", "first_seen", "arrival", "departure"),
-                "duration": ("duration",)}
+ERROR_GROUPS = {"position": scoring.POSITION_TYPES, "time": scoring.TIME_TYPES, "duration": ("duration",)}
 
 
 @dataclass
@@ -69,6 +69,11 @@ class RunResult:
         values = self._scores(category)
         return sum(v.correct for v in values) / len(values) if values else 0.0
 
+    def split_accuracy(self, answerable: bool) -> float:
+        """Accuracy over the answerable questions only (or the unanswerable ones only)."""
+        values = [v for c, vs in self.scores.items() if c.startswith(scoring.UNANSWERABLE) != answerable for v in vs]
+        return sum(v.correct for v in values) / len(values) if values else 0.0
+
     def strict_accuracy(self, category: Optional[str] = None) -> float:
         values = self._scores(category)
         return sum(v.strict for v in values) / len(values) if values else 0.0
@@ -77,10 +82,11 @@ class RunResult:
         return [v.error for c in ERROR_GROUPS[group] for v in self.scores.get(c, []) if v.error is not None]
 
     def summary(self) -> dict:
-        from ..sim.scoring import summarize
         return {"variant": self.variant, "planner": self.planner, "phrasing": self.phrasing,
                 "prompt_only": self.prompt_only, "accuracy": round(self.accuracy(), 3),
-                "strict_accuracy": round(self.strict_accuracy(), 3), "per_category": summarize(self.scores),
+                "strict_accuracy": round(self.strict_accuracy(), 3),
+                "answerable_accuracy": round(self.split_accuracy(True), 3),
+                "unanswerable_accuracy": round(self.split_accuracy(False), 3), "per_category": scoring.summarize(self.scores),
                 "tokens_median": statistics.median(self.tokens) if self.tokens else 0,
                 "tokens_p95": sorted(self.tokens)[int(0.95 * (len(self.tokens) - 1))] if self.tokens else 0,
                 "latency_median_s": round(statistics.median(self.latency_s), 4) if self.latency_s else 0.0,
@@ -243,7 +249,7 @@ def scoring_constants() -> dict:
 def describe_world(truth) -> str:
     people = truth.people or {name: {} for name in truth.positions}
     visitors = sum(1 for p in people.values() if p.get("visitor"))
-    rooms = len([r for r in truth.rooms if "corridor" not in r])     # rooms and reception, not corridors
+    rooms = len([r for r in truth.rooms if "corridor" not in r]) - ("reception" in truth.rooms)
     days = len(truth.day_starts) if truth.day_starts else truth.config.get("days", 0)
     return (f"{days} day(s), {len(people) - visitors} people + {visitors} visitor(s), {rooms} rooms, "
             f"{len(truth.frames)} camera frames, {len(truth.patrols)} patrols/waits")
@@ -350,10 +356,9 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
 
 def _answer_all(result: RunResult, questions, planner: str, memory: Memory, judge) -> RunResult:
     from ..llm.chat_client import LLMError
-    from ..sim.scoring import score
     for q in questions:
         ans, calls = memory.ask(q, planner)
-        s = score(q, ans, memory.names_of)
+        s = scoring.score(q, ans, memory.names_of)
         if q.type == "text" and judge is not None:
             try:
                 mark = llm_match(judge, q.question, ", ".join(q.answer["objects"]), ans.get("text", ""))
@@ -362,7 +367,7 @@ def _answer_all(result: RunResult, questions, planner: str, memory: Memory, judg
                 s.compared = f"LLM-Match {mark}/5"
             except (JudgeError, LLMError) as exc:
                 log.warning("LLM-Match judge failed (%s): keyword match kept", exc)
-        result.scores.setdefault(q.type, []).append(s)
+        result.scores.setdefault(scoring.category(q), []).append(s)
         result.tokens.append(ans.get("tokens_in", 0) + ans.get("tokens_out", 0))
         result.latency_s.append(ans.get("latency_s", 0.0))
         result.tool_calls.append(ans.get("tool_calls", 0))

@@ -10,24 +10,42 @@ is worded like the type it imitates but asks about a person not seen that day, a
 never observed, or a name never seen; only an explicit "not seen / don't know" is right.
 
 Where the truth has simulated stays, questions whose observed answer would contradict what
-really happened are left out or asked last: "no" to "was X in the R" only if X was not there
-at all; "no" to "were X and Y together" only if they never shared a room; "where is X now" only
-while X is still in the room last seen in; "when did X leave today" only once X has left;
-arrivals and departures seen more than FAIR_GAP_S after / before the real ones come last.
+really happened are left out or asked last:
+  - "no" to "was X in the R" only if X was not there at all; "no" to "were X and Y together"
+    only if they never shared a room;
+  - "where is X now" only while X is still in the room last seen in; "when did X leave today"
+    only once X has left;
+  - "who came first, X or Y" only when the first sightings and the real arrivals (stays) are in
+    the same order and both gaps are at least WHO_FIRST_MARGIN_S;
+  - "who was in the R", "how many people were in the R" only when the people seen there that
+    day are exactly the people really there at a moment the robot was in R too; "how many people
+    did you see" only when those seen are exactly those who came in that day; "who was X with"
+    only when the people seen with X are exactly those whose stays overlapped X's in a room
+    while the robot was there (``ObservedTruth.present_in / present_on / true_companions``);
+  - "on which days was X absent" only when X really was absent (no stay) on every day X was
+    not seen;
+  - arrivals and departures are the first / last sighting (the issue's definition, from
+    visibility); ``true_time`` holds the real one (stays; None if unknown) so a report can show
+    the gap, and those seen more than FAIR_GAP_S after / before the real ones come last.
 
 Answer dicts (``Question.answer``), by type:
   position, where_now, object_position  {"position": [x, y, 0.0], "room": room id}
-  time, arrival, departure, first_seen  {"time": unix s, "local": ISO local time, "tz": zone}
+  time, first_seen                      {"time": unix s, "local": ISO local time, "tz": zone}
+  arrival, departure                    the same and "true_time": the real arrival / departure (or None)
   duration                              {"duration_minutes": float}
   binary, together, object_binary       {"binary": "yes" | "no"}
-  persons, with_whom, first_time        {"persons": [names]}
+  persons, with_whom, first_time        {"persons": [names], "all_people": [names]}
   who_first                             {"person": name, "options": [name, name2]}
-  count                                 {"count": int}
+  count                                 {"count": int, "all_people": [names]}
   absent_days                           {"days": [ISO dates], "tz": zone}
   habit_place                           {"room": room id}
   habit_time                            {"minutes_of_day": float, "tz": zone}
   text                                  {"objects": [object names]}
-  unanswerable                          {"unanswerable": True, "imitates": type}
+  unanswerable                          {"unanswerable": True, "imitates": type,
+                                         "reason": "absent_day" | "unobserved" | "never_seen"}
+Room-scored types (position, where_now, habit_place, object_position) also carry "all_rooms"
+{room id: label}, and person-set types "all_people" (every person of the truth and every name
+seen): the scorer reads answer texts against them, so a wrong room or an extra name counts.
 """
 from __future__ import annotations
 
@@ -65,7 +83,7 @@ TYPES = PEOPLE_TYPES + (UNANSWERABLE,) + OBJECT_TYPES
 
 ASK_DELAY_S = 600.0
 UNANSWERABLE_SHARE = 0.125           # of all people questions
-WHO_FIRST_MARGIN_S = 300.0           # arrivals closer than this are not asked about
+WHO_FIRST_MARGIN_S = 600.0           # first sightings (and real arrivals) closer than this are not asked about
 MIN_DURATION_MIN = 1.0               # shorter observed durations are asked only when nothing longer is left
 FAIR_GAP_S = 30 * 60               # arrivals / departures seen within this of the real ones are asked first
 MIN_HABIT_DAYS = 2                   # a habit is asked about when seen on at least this many days
@@ -74,6 +92,7 @@ NEVER_SEEN_NAMES = ("zoe", "quentin", "yusuf", "ingrid", "oskar", "priya", "mate
 # what each kind of unanswerable question imitates
 IMITATES_ABSENT_DAY = ("time", "arrival", "departure", "with_whom", "duration")
 IMITATES_NEVER_SEEN = ("position", "where_now", "first_seen", "habit_place", "habit_time", "time", "arrival")
+UNANSWERABLE_REASONS = ("absent_day", "unobserved", "never_seen")
 
 
 @dataclass
@@ -224,7 +243,8 @@ def generate_questions(truth: Any, seed: int = 0, per_type: int = 4, phrasing_se
     # the wording has its own stream: every phrasing set asks the same questions (content, order)
     wording = _Wording(phrasing_set, random.Random(f"{seed}:{phrasing_set}"), today, obs.labels)
     questions: list[Question] = []
-    for kind, cands in _people_candidates(obs, week, today, asked_at, rng).items():
+    all_people = sorted(set(getattr(truth, "people", None) or {}) | set(obs.sightings))
+    for kind, cands in _people_candidates(obs, week, today, asked_at, rng, all_people).items():
         for c in _pick(cands, per_type, rng):
             text, template = wording.word(kind, c.slots)
             questions.append(Question(text, kind, asked_at, c.answer, phrasing_set, template))
@@ -232,8 +252,9 @@ def generate_questions(truth: Any, seed: int = 0, per_type: int = 4, phrasing_se
     wanted = max(1, round(answerable * UNANSWERABLE_SHARE / (1 - UNANSWERABLE_SHARE))) if answerable else 0
     for kind, c in _unanswerable(obs, truth, week, rng, wanted):
         text, template = wording.word(kind, c.slots)
-        questions.append(Question(text, UNANSWERABLE, asked_at, {"unanswerable": True, "imitates": kind},
-                                  phrasing_set, template, answerable=False))
+        questions.append(Question(text, UNANSWERABLE, asked_at, {"unanswerable": True, "imitates": kind,
+                                                                 "reason": c.label}, phrasing_set, template,
+                                  answerable=False))
     if objects:
         for kind, cands in _object_candidates(obs, truth, week).items():
             for c in _pick(cands, per_type, rng):
@@ -244,9 +265,26 @@ def generate_questions(truth: Any, seed: int = 0, per_type: int = 4, phrasing_se
     return questions
 
 
-def _time_answer(t: float, zone: dt.tzinfo) -> dict:
+def _time_answer(t: float, zone: dt.tzinfo, **extra) -> dict:
     return {"time": t, "local": dt.datetime.fromtimestamp(t, tz=zone).isoformat(timespec="seconds"),
-            "tz": zone_name(zone)}
+            "tz": zone_name(zone), **extra}
+
+
+def _fair_set(seen: set[str], really: Optional[set[str]]) -> bool:
+    """The observed set is the real one (or the truth has no stays to tell)."""
+    return really is None or set(seen) == really
+
+
+def _first_is_fair(obs: ObservedTruth, a: str, b: str, d: dt.date) -> bool:
+    """First sightings at least WHO_FIRST_MARGIN_S apart and, with stays, the real arrivals too,
+    in the same order."""
+    seen_gap = obs.arrivals[(a, d)] - obs.arrivals[(b, d)]
+    if abs(seen_gap) < WHO_FIRST_MARGIN_S:
+        return False
+    ta, tb = obs.true_arrival(a, d), obs.true_arrival(b, d)
+    if not obs.stays_simulated:
+        return True
+    return ta is not None and tb is not None and abs(ta - tb) >= WHO_FIRST_MARGIN_S and (ta < tb) == (seen_gap < 0)
 
 
 def _asked_rooms(obs: ObservedTruth) -> list[str]:
@@ -258,11 +296,11 @@ def _position_answer(obs: ObservedTruth, person: str, day: Optional[dt.date] = N
     s = obs.last_sighting(person, day)
     if s is None or s.position is None:
         return None
-    return {"position": [s.position[0], s.position[1], 0.0], "room": s.room}
+    return {"position": [s.position[0], s.position[1], 0.0], "room": s.room, "all_rooms": dict(obs.labels)}
 
 
 def _people_candidates(obs: ObservedTruth, week: list[dt.date], today: dt.date, asked_at: float,
-                       rng: random.Random) -> dict[str, list[_Cand]]:
+                       rng: random.Random, all_people: list[str]) -> dict[str, list[_Cand]]:
     zone, rooms = obs.zone, _asked_rooms(obs)
     known = sorted(obs.sightings)
     c: dict[str, list[_Cand]] = {kind: [] for kind in PEOPLE_TYPES}
@@ -275,11 +313,11 @@ def _people_candidates(obs: ObservedTruth, week: list[dt.date], today: dt.date, 
         if obs.first_day[p] in week:
             c["first_seen"].append(_Cand({N: p}, _time_answer(obs.first_seen[p], zone)))
         absent = [d for d in week if p not in obs.seen_on[d]]
-        if absent:
+        if absent and not any(obs.had_stay(p, d) for d in absent):      # really absent on each (if known)
             c["absent_days"].append(_Cand({N: p}, {"days": [d.isoformat() for d in absent], "tz": zone_name(zone)}))
         habit = obs.habits[p]
         if habit.place and habit.place_days >= MIN_HABIT_DAYS:
-            c["habit_place"].append(_Cand({N: p}, {"room": habit.place}))
+            c["habit_place"].append(_Cand({N: p}, {"room": habit.place, "all_rooms": dict(obs.labels)}))
         if habit.lunch_minutes is not None and habit.lunch_days >= MIN_HABIT_DAYS:
             c["habit_time"].append(_Cand({N: p}, {"minutes_of_day": round(habit.lunch_minutes, 2),
                                                   "tz": zone_name(zone)}))
@@ -287,12 +325,13 @@ def _people_candidates(obs: ObservedTruth, week: list[dt.date], today: dt.date, 
         seen = sorted(obs.seen_on[d])
         for p in seen:
             c["time"].append(_Cand({N: p, D: d}, _time_answer(obs.departures[(p, d)], zone), d))
+            first_t, last_t = obs.arrivals[(p, d)], obs.departures[(p, d)]
             arrived, left = obs.true_arrival(p, d), obs.true_departure(p, d)
-            c["arrival"].append(_Cand({N: p, D: d}, _time_answer(obs.arrivals[(p, d)], zone), d, priority=int(
-                arrived is not None and obs.arrivals[(p, d)] - arrived > FAIR_GAP_S)))
+            c["arrival"].append(_Cand({N: p, D: d}, _time_answer(first_t, zone, true_time=arrived), d,
+                                      priority=int(arrived is not None and first_t - arrived > FAIR_GAP_S)))
             if d != today or obs.left_by(p, d, asked_at):
-                c["departure"].append(_Cand({N: p, D: d}, _time_answer(obs.departures[(p, d)], zone), d, priority=int(
-                    left is not None and left - obs.departures[(p, d)] > FAIR_GAP_S)))
+                c["departure"].append(_Cand({N: p, D: d}, _time_answer(last_t, zone, true_time=left), d,
+                                            priority=int(left is not None and left - last_t > FAIR_GAP_S)))
             for r in rooms:
                 if p in obs.seen_in.get((r, d), ()):
                     c["binary"].append(_Cand({N: p, R: r, D: d}, {"binary": "yes"}, d, "yes"))
@@ -302,12 +341,14 @@ def _people_candidates(obs: ObservedTruth, week: list[dt.date], today: dt.date, 
                 if minutes > 0:
                     c["duration"].append(_Cand({N: p, R: r, D: d}, {"duration_minutes": round(minutes, 2)}, d,
                                                priority=0 if minutes >= MIN_DURATION_MIN else 1))
-            if companions := obs.companions(p, d):
-                c["with_whom"].append(_Cand({N: p, D: d}, {"persons": sorted(companions)}, d))
+            companions = obs.companions(p, d)
+            if companions and _fair_set(companions, obs.true_companions(p, d)):
+                c["with_whom"].append(_Cand({N: p, D: d}, {"persons": sorted(companions),
+                                                           "all_people": list(all_people)}, d))
         for i, a in enumerate(seen):
             for b in seen[i + 1:]:
                 x, y = (a, b) if rng.random() < 0.5 else (b, a)
-                if abs(obs.arrivals[(a, d)] - obs.arrivals[(b, d)]) >= WHO_FIRST_MARGIN_S:
+                if _first_is_fair(obs, a, b, d):
                     first = min((a, b), key=lambda n: obs.arrivals[(n, d)])
                     c["who_first"].append(_Cand({N: x, N2: y, D: d}, {"person": first, "options": [x, y]}, d))
                 if (a, b) in obs.together.get(d, set()):
@@ -315,20 +356,24 @@ def _people_candidates(obs: ObservedTruth, week: list[dt.date], today: dt.date, 
                 elif not obs.met(a, b, d):
                     c["together"].append(_Cand({N: x, N2: y, D: d}, {"binary": "no"}, d, "no"))
         for r in rooms:
-            if people := sorted(obs.seen_in.get((r, d), ())):
-                c["persons"].append(_Cand({R: r, D: d}, {"persons": people}, d))
-                c["count"].append(_Cand({R: r, D: d}, {"count": len(people)}, d, "room"))
-        if seen:
-            c["count"].append(_Cand({D: d}, {"count": len(seen)}, d, "day"))
+            people = sorted(obs.seen_in.get((r, d), ()))
+            if people and _fair_set(people, obs.present_in(r, d)):
+                c["persons"].append(_Cand({R: r, D: d}, {"persons": people, "all_people": list(all_people)}, d))
+                c["count"].append(_Cand({R: r, D: d}, {"count": len(people), "all_people": list(all_people)}, d,
+                                        "room"))
+        if seen and _fair_set(seen, obs.present_on(d, before=asked_at)):
+            c["count"].append(_Cand({D: d}, {"count": len(seen), "all_people": list(all_people)}, d, "day"))
         if new := sorted(p for p in seen if obs.first_day[p] == d):
-            c["first_time"].append(_Cand({D: d}, {"persons": new}, d, priority=int(d == obs.days[0])))
+            c["first_time"].append(_Cand({D: d}, {"persons": new, "all_people": list(all_people)}, d,
+                                         priority=int(d == obs.days[0])))
     return c
 
 
 def _unanswerable(obs: ObservedTruth, truth: Any, week: list[dt.date], rng: random.Random,
                   wanted: int) -> list[tuple[str, _Cand]]:
     """``wanted`` unanswerable questions, alternating: a known person on a day they were not
-    seen; an activity never observed (lunch, a workplace); a name never seen."""
+    seen; an activity never observed (lunch, a workplace); a name never seen.  Each candidate's
+    ``label`` is its reason (UNANSWERABLE_REASONS)."""
     known = sorted(obs.sightings)
     rooms = _asked_rooms(obs)
     absent_day, unobserved, never = [], [], []
@@ -339,12 +384,12 @@ def _unanswerable(obs: ObservedTruth, truth: Any, week: list[dt.date], rng: rand
                 slots = {N: p, D: d}
                 if kind == "duration":
                     slots[R] = obs.habits[p].place or rng.choice(rooms)
-                absent_day.append((kind, _Cand(slots, {}, d)))
+                absent_day.append((kind, _Cand(slots, {}, d, "absent_day")))
     for p in known:
         if obs.habits[p].lunch_minutes is None:
-            unobserved.append(("habit_time", _Cand({N: p}, {})))
+            unobserved.append(("habit_time", _Cand({N: p}, {}, label="unobserved")))
         if not obs.habits[p].place:
-            unobserved.append(("habit_place", _Cand({N: p}, {})))
+            unobserved.append(("habit_place", _Cand({N: p}, {}, label="unobserved")))
     people = set(getattr(truth, "people", None) or {})
     strangers = sorted(people - set(known)) + [n for n in NEVER_SEEN_NAMES if n not in people and n not in known]
     for name in strangers:
@@ -354,7 +399,7 @@ def _unanswerable(obs: ObservedTruth, truth: Any, week: list[dt.date], rng: rand
             if not week:
                 continue
             slots[D] = rng.choice(week)
-        never.append((kind, _Cand(slots, {}, slots.get(D))))
+        never.append((kind, _Cand(slots, {}, slots.get(D), "never_seen")))
     streams = []
     for group in (absent_day, unobserved, never):
         group = list(group)
@@ -402,7 +447,7 @@ def _object_candidates(obs: ObservedTruth, truth: Any, week: list[dt.date]) -> d
                 continue
             room = where[0]["room"]
             c["object_position"].append(_Cand({O: obj, D: d}, {"position": list(where[0]["position"][:2]) + [0.0],
-                                                                "room": room}, d))
+                                                                "room": room, "all_rooms": dict(obs.labels)}, d))
             c["object_binary"].append(_Cand({O: obj, R: room, D: d}, {"binary": "yes"}, d, "yes"))
             for other in rooms:
                 if other != room:

@@ -12,6 +12,16 @@ one interval per local day.  A sighting that no stay of the person in that room 
 labelled with another room), and every sighting of an old truth without stays, belongs to a
 derived stay: a contiguous run of sightings of the person in one room on one day, broken when
 they are seen elsewhere or not seen for ``RUN_GAP_S``.
+
+What really happened (simulated stays, not what was seen) is there too, for judging whether a
+question is fair: who was in a room while the robot was in it (``present_in``), whose stays
+overlapped in a room while the robot was there (``true_companions``), who came in at all on a
+day (``present_on``).  These return None for an old truth without stays.
+
+Habits use the simulator's facts, not names: a usual workplace is never a room the truth marks
+``shared`` (meeting rooms, kitchen, lounge, reception, corridors), and lunch rooms are the rooms
+of the ``lunch`` stays.  Only an old truth without rooms or stays (small-world files with frames
+only) falls back to the small world's constants ``FALLBACK_NOT_WORKPLACES`` / ``FALLBACK_LUNCH_ROOMS``.
 """
 from __future__ import annotations
 
@@ -19,17 +29,17 @@ import bisect
 import datetime as dt
 import logging
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..calendar_windows import TimeZone, as_zone, day_window, local_date
 
 log = logging.getLogger(__name__)
 
-LUNCH_ROOMS = ("kitchen", "lounge")
 LUNCH_WINDOW_MIN = (11 * 60, 14 * 60 + 30)     # local clock, minutes after midnight, both ends included
-# shared rooms nobody works in: never a person's usual workplace (small-world names included)
-NOT_WORKPLACES = frozenset(LUNCH_ROOMS + ("reception", "north_corridor", "south_corridor", "lobby", "corridor"))
+# the small world's rooms (sim/world.py), used only for an old truth without rooms / stays
+FALLBACK_LUNCH_ROOMS = ("kitchen",)
+FALLBACK_NOT_WORKPLACES = frozenset(("kitchen", "lobby", "corridor"))
 RUN_GAP_S = 30 * 60                            # derived stays: a longer gap between sightings ends the run
 
 
@@ -82,9 +92,9 @@ class CoSighting:
 
 @dataclass(frozen=True)
 class Habit:
-    """A person's routine over all observed days.  ``place``: the room (not in NOT_WORKPLACES)
-    they were seen in on most days, ties broken by sightings, then by room id ("" if none);
-    ``lunch_minutes``: median over days of the first sighting in a LUNCH_ROOMS room within
+    """A person's routine over all observed days.  ``place``: the room (not a shared one) they
+    were seen in on most days, ties broken by sightings, then by room id ("" if none);
+    ``lunch_minutes``: median over days of the first sighting in a lunch room within
     LUNCH_WINDOW_MIN, local minutes after midnight (None if never)."""
     person: str
     place: str
@@ -116,6 +126,9 @@ class ObservedTruth:
     first_day: dict[str, dt.date]                          # person -> day of that sighting
     absent_days: dict[str, list[dt.date]]                  # person (seen at least once) -> days without a sighting
     habits: dict[str, Habit]                               # person (seen at least once) -> routine
+    robot_times: dict[str, list[float]] = field(default_factory=dict)   # room -> sorted frame times the robot was there
+    shared_rooms: frozenset = frozenset()                  # never a workplace (truth.rooms "shared", else fallback)
+    lunch_rooms: tuple = ()                                # rooms of lunch stays (else fallback)
 
     def day_window(self, day: dt.date) -> tuple[float, float]:
         return day_window(day, self.zone)
@@ -166,6 +179,51 @@ class ObservedTruth:
         return any(s.room == o.room and s.start < o.end and o.start < s.end
                    for s in self._stays_on(a, day) for o in others)
 
+    def robot_in(self, room: str, start: float, end: float) -> bool:
+        """Whether the robot was in ``room`` (a frame there) at some time in [start, end]."""
+        times = self.robot_times.get(room, [])
+        i = bisect.bisect_left(times, start)
+        return i < len(times) and times[i] <= end
+
+    def present_on(self, day: dt.date, before: Optional[float] = None) -> Optional[set[str]]:
+        """People with a simulated stay on ``day`` (begun before ``before`` if given; None: stays unknown)."""
+        if not self.stays_simulated:
+            return None
+        start, end = self.day_window(day)
+        end = end if before is None else min(end, before)
+        return {s.person for s in self.stays if s.kind != "run" and s.start < end and s.end >= start}
+
+    def present_in(self, room: str, day: dt.date) -> Optional[set[str]]:
+        """People really in ``room`` on ``day`` at a moment the robot was in it too (a frame with
+        the robot in ``room`` during one of their stays there); None: stays unknown."""
+        if not self.stays_simulated:
+            return None
+        lo, hi = self.day_window(day)
+        return {s.person for s in self.stays if s.kind != "run" and s.room == room
+                and self.robot_in(room, max(s.start, lo), min(s.end, hi - 1e-6))}
+
+    def true_companions(self, person: str, day: dt.date) -> Optional[set[str]]:
+        """People whose simulated stay in a room overlapped one of ``person``'s on ``day`` at a
+        moment the robot was in that room; None: stays unknown."""
+        if not self.stays_simulated:
+            return None
+        lo, hi = self.day_window(day)
+        mine = self._stays_on(person, day)
+        out = set()
+        for o in self.stays:
+            if o.kind == "run" or o.person == person or o.person in out or not (o.start < hi and o.end >= lo):
+                continue
+            for s in mine:
+                a, b = max(s.start, o.start, lo), min(s.end, o.end, hi - 1e-6)
+                if s.room == o.room and a <= b and self.robot_in(s.room, a, b):
+                    out.add(o.person)
+                    break
+        return out
+
+    def had_stay(self, person: str, day: dt.date) -> Optional[bool]:
+        """Whether ``person`` really came in on ``day`` (a simulated stay); None: stays unknown."""
+        return bool(self._stays_on(person, day)) if self.stays_simulated else None
+
     def left_by(self, person: str, day: dt.date, t: float) -> Optional[bool]:
         """Whether ``person``'s last simulated stay on ``day`` ended by ``t`` (None: stays unknown)."""
         if not self.stays_simulated:
@@ -197,6 +255,7 @@ def observed_truth(truth: Any, tz: TimeZone = "UTC") -> ObservedTruth:
     window = (0.0, -1.0)
     day = None
     room_ids: set[str] = set()
+    robot_times: dict[str, list[float]] = {}
     for i, f in enumerate(frames):
         t = float(f["t"])
         if not window[0] <= t < window[1]:
@@ -206,6 +265,7 @@ def observed_truth(truth: Any, tz: TimeZone = "UTC") -> ObservedTruth:
                 days.append(day)
         if f.get("room"):
             room_ids.add(f["room"])
+            robot_times.setdefault(f["room"], []).append(t)
         here = []
         for name in f.get("visible", []):
             info = f.get("seen", {}).get(name, {})
@@ -256,13 +316,18 @@ def observed_truth(truth: Any, tz: TimeZone = "UTC") -> ObservedTruth:
     first_seen = {name: seq[0].t for name, seq in sightings.items()}
     first_day = {name: seq[0].day for name, seq in sightings.items()}
     absent = {name: [d for d in days if name not in seen_on[d]] for name in sightings}
-    habits = {name: _habit(name, seq, zone) for name, seq in sightings.items()}
     truth_rooms = getattr(truth, "rooms", None) or {}
+    shared = frozenset(r for r, info in truth_rooms.items() if isinstance(info, dict) and info.get("shared")) \
+        if truth_rooms else FALLBACK_NOT_WORKPLACES
+    lunch_rooms = tuple(sorted({s.room for s in stays if s.kind == "lunch"})) or FALLBACK_LUNCH_ROOMS
+    habits = {name: _habit(name, seq, zone, shared, lunch_rooms) for name, seq in sightings.items()}
     rooms = sorted(truth_rooms) if truth_rooms else sorted(r for r in room_ids if r)
+    for times in robot_times.values():
+        times.sort()
     log.debug("observed truth: %d days, %d people seen, %d intervals", len(days), len(sightings), len(intervals))
     return ObservedTruth(zone, days, rooms, {r: room_label(r, truth_rooms) for r in rooms}, stays, stays_simulated,
                          sightings, intervals, durations, arrivals, departures, co_sightings, together, seen_on,
-                         seen_in, first_seen, first_day, absent, habits)
+                         seen_in, first_seen, first_day, absent, habits, robot_times, shared, lunch_rooms)
 
 
 def _group_sightings(sightings: dict[str, list[Sighting]], stays: list[Stay]):
@@ -306,16 +371,16 @@ def _covering(own: list[Stay], starts: list[float], s: Sighting) -> Optional[Sta
     return None
 
 
-def _habit(name: str, seq: list[Sighting], zone: dt.tzinfo) -> Habit:
+def _habit(name: str, seq: list[Sighting], zone: dt.tzinfo, not_workplaces: frozenset, lunch_rooms: tuple) -> Habit:
     days_in: dict[str, set[dt.date]] = {}
     count_in: dict[str, int] = {}
     lunch: dict[dt.date, float] = {}
     lo, hi = LUNCH_WINDOW_MIN
     for s in seq:
-        if s.room not in NOT_WORKPLACES:
+        if s.room not in not_workplaces:
             days_in.setdefault(s.room, set()).add(s.day)
             count_in[s.room] = count_in.get(s.room, 0) + 1
-        if s.room in LUNCH_ROOMS and s.day not in lunch:
+        if s.room in lunch_rooms and s.day not in lunch:
             minute = minutes_of_day(s.t, zone)
             if lo <= minute <= hi:
                 lunch[s.day] = minute
