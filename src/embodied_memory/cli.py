@@ -252,6 +252,7 @@ def cmd_eval(args) -> int:
                        path=args.path, phrasings=tuple(args.phrasings.split(",")), naming=args.naming,
                        reuse_memory=args.reuse_memory)
     print((Path(args.out) / "report.md").read_text())
+    print(f"wrote {Path(args.out) / 'report.md'}, results.json and plots")
     return 0 if results else 1
 
 
@@ -266,12 +267,18 @@ def _eval_public(args) -> int:
         if not sep or not source or not target:
             raise ConfigError(f"--remap {item!r}: FROM:=TO expected (e.g. /camera/image:=/spot/camera/image)")
         remaps[source] = target
+    from .evaluation.public_questions import QuestionFormatError
+    from .ingest.bag_reader import BagError
     planner = args.planners.split(",")[0]
-    run_public_eval(args.questions, args.bag, Path(args.out), remaps=remaps, planner=planner,
-                    llm_base_url=args.llm_base_url, llm_model=args.llm_model, fmt=args.format,
-                    limit=args.limit or None, time_offset=args.time_offset, context_time=args.context_time or None,
-                    timezone=args.timezone or None, episode=args.episode, csv_path=args.navqa_csv or None)
+    try:
+        run_public_eval(args.questions, args.bag, Path(args.out), remaps=remaps, planner=planner,
+                        llm_base_url=args.llm_base_url, llm_model=args.llm_model, fmt=args.format,
+                        limit=args.limit or None, time_offset=args.time_offset, context_time=args.context_time or None,
+                        timezone=args.timezone or None, episode=args.episode, csv_path=args.navqa_csv or None)
+    except (BagError, QuestionFormatError, ValueError) as exc:    # a wrong file, bag, remap or option
+        raise ConfigError(str(exc)) from exc
     print((Path(args.out) / "report.md").read_text())
+    print(f"wrote {Path(args.out) / 'report.md'}")
     return 0
 
 
@@ -392,8 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--world", default="building", choices=["building", "small"],
                    help="building: 10 rooms and a reception on two corridors, people with routines, meetings, lunch groups, "
                         "visitors; small: the first five-room office")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--days", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0, help="world seed (people, faces, schedules; default 0)")
+    p.add_argument("--days", type=int, default=1, help="simulated days (default 1; habits and absences need several)")
     p.add_argument("--people", type=int, default=0, help="people (default 8 in the building, 3 in the small office)")
     p.add_argument("--visitors", type=int, default=1, help="one-off visitors (building)")
     p.add_argument("--per-type", type=int, default=4, help="questions per type (fewer where the episode offers fewer)")

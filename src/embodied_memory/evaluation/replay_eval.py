@@ -79,7 +79,7 @@ def _bag_span(bag: str, topics) -> tuple[float, float]:
         images = [t.name for t in present.values() if t.msgtype.endswith(("/Image", "/CompressedImage"))]
         raise BagError(f"{bag}: no frames to ingest: the camera topic {topics.image_topic} is not in the bag"
                        + (f" (image topics there: {', '.join(images)}); remap one onto it, e.g. "
-                          f"--remap {images[0]}:={topics.image_topic}" if images else
+                          f"--remap {images[0]}:={type(topics)().image_topic}" if images else
                           f"; it has {', '.join(sorted(present))}"))
     return start, end
 

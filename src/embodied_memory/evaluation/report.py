@@ -100,7 +100,10 @@ def _failure_lines(results) -> list[str]:
         for a in wrong[:MAX_FAILURES]:
             calls = ", ".join(a.get("calls", []))[:160] or "-"
             truth = {k: v for k, v in a["truth"].items() if k not in HIDDEN_TRUTH_KEYS}
-            lines.append(f"| {a['type']} | {a['question']} | {str(a['answer'])[:120].replace('|', '/')} | "
+            shown = str(a["answer"])[:100] + "".join(f" [{k}: {v}]" for k, v in a.get("fields", {}).items()
+                                                   if k in ("time_iso", "position", "duration_minutes", "persons",
+                                                            "binary", "waypoint"))
+            lines.append(f"| {a['type']} | {a['question']} | {shown[:200].replace('|', '/')} | "
                          f"{json.dumps(truth)[:100].replace('|', '/')} | {a['compared']} | {calls} |")
         lines.append("")
     return lines
@@ -113,7 +116,8 @@ def write_report(out_dir: Path, results, questions, timings: dict, config: dict,
         "config": config, "questions": len(questions), "timings": timings, "identities": identity,
         "runs": [r.summary() for r in results], "answers": {r.label: r.answers for r in results}}, indent=2))
     lines = ["# Evaluation report", "", f"World: {config.get('world_description', '')}",
-             f"{len(questions)} questions ({counts}); phrasings: {', '.join(config.get('phrasings', []))}.",
+             f"{len(questions)} questions ({counts}); phrasings: {', '.join(config.get('phrasings', []))} "
+             "(a row without a phrasing set is on the evaluation set).",
              "", THRESHOLDS,
              "Offline there is no judge model and no VLM: descriptions come from the detectors; "
              "`psfr_gt_objects` is a LABELLED ABLATION whose descriptions add the simulator's ground truth of the "

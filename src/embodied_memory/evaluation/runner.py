@@ -40,6 +40,7 @@ MEMORY_VARIANTS = {
     # description (what a VLM describer would add); never used by the default pipeline or the demo
     "psfr_gt_objects": {"selection": "psfr", "people": True, "gt_objects": True},
 }
+ANSWER_FIELDS = ("type", "binary", "position", "time_iso", "duration_minutes", "persons", "waypoint", "error")
 MEMORY_MARKER = "eval_memory.json"     # written into a variant's memory once it is ingested and named
 SELECTION = SelectionParams()          # the default selection (T = 10 s, K = 6); variants set the policy
 ERROR_GROUPS = {"position": scoring.POSITION_TYPES, "time": scoring.TIME_TYPES, "duration": ("duration",)}
@@ -203,6 +204,7 @@ def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "
         judge = ChatClient(LLMConfig(base_url=llm_base_url, model=llm_model, max_tokens=8))
     results: list[RunResult] = []
     identity: dict[str, dict] = {}
+    described_memory: dict[str, dict] = {}
     for variant in variants:
         start = time.perf_counter()
         with _memory(path, episode, truth, out_dir / f"memory_{variant}", variant, progress, llm_base_url,
@@ -218,15 +220,15 @@ def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "
                                                [q for q in questions if q.phrasing_set == phrasing], planner,
                                                memory, judge))
                 timings[f"answer_{planner}_{variant}_s"] = time.perf_counter() - start
-            timings[f"keyframes_{variant}"] = memory.keyframes
-            if memory.stage_s:
-                timings[f"ingest_stages_{variant}"] = memory.stage_s
-    described = {**asdict(config), "world": type(config).__name__, "world_description": describe_world(truth),
+            described_memory[variant] = {"keyframes": memory.keyframes, "reused": memory.reused,
+                                         "ingest_stages_s": {k: round(v, 1) for k, v in memory.stage_s.items()}}
+    described = {**asdict(config), "world": truth.config.get("world", "small"), "world_description": describe_world(truth),
                  "episode": episode.name, "phrasings": list(phrasings), "naming": naming, "path": path,
                  "variants": {v: MEMORY_VARIANTS[v] for v in variants}, "selection": asdict(SELECTION),
                  "operator": {"max_images": OPERATOR_IMAGES, "min_sightings": OPERATOR_MIN_SIGHTINGS},
                  "scoring": scoring_constants(), "planners": list(planners), "per_type": per_type,
-                 "objects": objects, "llm_model": llm_model if llm_base_url else "", "commit": _commit()}
+                 "objects": objects, "llm_model": llm_model if llm_base_url else "", "commit": _commit(),
+                 "memories": described_memory}
     from .report import write_report
     write_report(out_dir, results, questions, timings, described, identity)
     return results
@@ -317,6 +319,9 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
     marker = data / MEMORY_MARKER
     wanted = {"episode": episode.name, "variant": variant, "naming": naming}
     reused = reuse and marker.exists() and all(json.loads(marker.read_text()).get(k) == v for k, v in wanted.items())
+    if reuse and not reused:
+        log.warning("not reusing %s: %s; ingesting again", data, "no memory of an earlier run there" if not
+                    marker.exists() else f"it was built for {json.loads(marker.read_text())}, this run is {wanted}")
     if reused:      # the memory this run would build, built and named before: answer only
         from ..params import StoreParams
         from ..store import open_store
@@ -373,6 +378,7 @@ def _answer_all(result: RunResult, questions, planner: str, memory: Memory, judg
         result.tool_calls.append(ans.get("tool_calls", 0))
         result.answers.append({"question": q.question, "type": q.type, "phrasing_set": q.phrasing_set,
                                "truth": q.answer, "answer": ans.get("text") or ans.get("error", ""),
+                               "fields": {k: ans[k] for k in ANSWER_FIELDS if ans.get(k) not in (None, "", [])},
                                "status": ans.get("status", ""), "correct": s.correct, "strict": s.strict,
                                "error": s.error, "compared": s.compared, "calls": calls})
     return result

@@ -23,7 +23,7 @@ from ..progress import progress_bar
 from .building import (CORRIDOR_OF, CORRIDORS, DOOR_WAYPOINT, ENTRANCE, PARKED, RECEPTION_WAYPOINT, ROOMS,
                        SHARED_ROOMS, WAYPOINTS, BuildingWorld, all_person_spots, bearing, furniture, in_view,
                        inward_dir, line_of_sight, room_of)
-from .episode import GroundTruth, day_start, rooms_truth
+from .episode import GroundTruth, SimRobot, day_start, rooms_truth
 from .schedules import Schedule, make_schedule
 from .world import PERSON_WIDTH, object_name, photo_faces, usable_portraits
 
@@ -49,7 +49,7 @@ OBJECT_ROOMS = ("kitchen", "open_office", "conference_room", "reception", "works
 
 
 @dataclass(frozen=True)
-class BuildingConfig:
+class BuildingConfig(SimRobot):
     seed: int = 0
     days: int = 1
     people: int = 8                         # regular staff (1..12)
@@ -60,13 +60,6 @@ class BuildingConfig:
     waits: tuple[tuple[str, float, float], ...] = (("kitchen", 12.0, 35), ("conference_room", 14.0, 25))
     fps: float = 2.0                        # camera frames per second while moving
     wait_frame_s: float = 30.0              # one frame every this many seconds while waiting still
-    speed: float = 0.8                      # m/s
-    turn_rate: float = 1.2                  # rad/s
-    width: int = 640
-    height: int = 480
-    depth_scale: int = 4                    # depth image = colour size / this (16UC1 mm); 0 = no depth
-    moving_objects: bool = True             # small objects change rooms between days
-    faces_dir: str = ""                     # labelled photos (NAME/*.jpg) instead of MiniWorld's portraits
 
 
 @dataclass

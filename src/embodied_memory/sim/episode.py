@@ -36,13 +36,8 @@ GENERATOR_VERSION = 3          # bump when the simulation changes for the same c
 
 
 @dataclass(frozen=True)
-class EpisodeConfig:
-    seed: int = 0
-    days: int = 1
-    people: int = 2
-    patrol_hours: tuple[float, ...] = (10.0, 12.5, 15.0)
-    start_date: str = "2026-03-09"          # a Monday
-    fps: float = 4.0
+class SimRobot:
+    """What both worlds share: the robot's motion and camera, objects, faces."""
     speed: float = 0.8                      # m/s
     turn_rate: float = 1.2                  # rad/s
     width: int = 640
@@ -50,6 +45,16 @@ class EpisodeConfig:
     depth_scale: int = 4                    # depth image = colour size / this (16UC1 mm); 0 = no depth
     moving_objects: bool = True             # small objects change rooms between days
     faces_dir: str = ""                     # labelled photos (NAME/*.jpg) instead of MiniWorld's portraits
+
+
+@dataclass(frozen=True)
+class EpisodeConfig(SimRobot):
+    seed: int = 0
+    days: int = 1
+    people: int = 2
+    patrol_hours: tuple[float, ...] = (10.0, 12.5, 15.0)
+    start_date: str = "2026-03-09"          # a Monday
+    fps: float = 4.0
 
 
 @dataclass

@@ -1,0 +1,67 @@
+"""The operator step (sim/naming.py) sees at most 3 stored crops per identity and names it by
+what they show; small fragments are never looked at; nothing else reaches the memory. Also the
+identity metrics (evaluation/identity_metrics.py) on a hand-built memory."""
+from embodied_memory.evaluation.identity_metrics import identity_metrics
+from embodied_memory.sim.episode import GroundTruth
+from embodied_memory.sim.naming import best_sightings, label_identities
+
+T0 = 1_773_050_000.0
+
+
+def frame(t, *people):
+    """A frame with people at image columns 100, 400, ... (far apart: unambiguous)."""
+    return {"t": t, "visible": list(people),
+            "seen": {name: {"u": 100.0 + 300 * i, "room": "lab", "position": [0, 0]} for i, name in enumerate(people)}}
+
+
+def sighting(t, u=100.0, face=True, confidence=0.9):
+    return {"t": t, "box": [u - 40, 50, u + 40, 300], "has_face_embedding": face, "confidence": confidence}
+
+
+class FakeMemory:
+    def __init__(self, identities):
+        self.identities, self.named, self.calls = identities, {}, []
+
+    def query(self, tool, args):
+        self.calls.append((tool, args))
+        if tool == "people":
+            return [{"person": i, **({"name": self.named[i]} if i in self.named else {})} for i in self.identities]
+        return {"sightings": self.identities[args["person"]]}
+
+    def name(self, identity, display):
+        self.named[identity] = display
+
+
+def test_the_operator_looks_at_three_crops_and_names_by_majority():
+    truth = GroundTruth(config={}, frames=[frame(T0 + 60 * k, "alice") for k in range(10)]
+                        + [frame(T0 + 1000 + 60 * k, "bob") for k in range(10)])
+    memory = FakeMemory({
+        # mostly Alice, one crop of Bob among its best: still Alice
+        "person_0001": [sighting(T0 + 60 * k) for k in range(6)] + [sighting(T0 + 1000, confidence=0.99)],
+        "person_0002": [sighting(T0 + 1000 + 60 * k) for k in range(8)],
+        "person_0003": [sighting(T0 + 1120), sighting(T0 + 1180)],        # a fragment: never reviewed
+    })
+    report = label_identities(memory.query, memory.name, truth)
+    assert memory.named == {"person_0001": "Alice", "person_0002": "Bob"}
+    assert report.reviewed == 2 and report.images_looked_at == 6 and "person_0003" not in report.named
+
+
+def test_best_crops_prefer_faces_confidence_and_different_moments():
+    crops = [sighting(T0, confidence=0.5), sighting(T0 + 1, confidence=0.99), sighting(T0 + 100, face=False),
+             sighting(T0 + 200, confidence=0.8), sighting(T0 + 300, confidence=0.7)]
+    chosen = best_sightings(crops, 3)
+    assert [c["t"] for c in chosen] == [T0 + 1, T0 + 200, T0 + 300]     # one per moment, faces first
+
+
+def test_identity_metrics_count_merges_and_splits():
+    truth = GroundTruth(config={}, frames=[frame(T0 + k, "alice") for k in range(4)]
+                        + [frame(T0 + 10 + k, "bob") for k in range(4)])
+    memory = FakeMemory({
+        "person_0001": [sighting(T0 + k) for k in range(4)] + [sighting(T0 + 10)],   # Alice + one of Bob
+        "person_0002": [sighting(T0 + 11 + k) for k in range(3)],                     # the rest of Bob
+    })
+    m = identity_metrics(memory.query, truth)
+    assert m["identities"] == 2 and m["people"] == 2
+    assert m["purity"] == round(7 / 8, 3) and m["ids_per_person"] == 1.5
+    # same-identity pairs 10 + 3 = 13, of which same person 6 + 3 = 9; same-person pairs 6 + 6 = 12
+    assert m["pairwise_precision"] == round(9 / 13, 3) and m["pairwise_recall"] == round(9 / 12, 3)
