@@ -1,0 +1,125 @@
+"""``embodied-memory eval``: its arguments and commands (the simulated benchmark, or a public
+question set replayed against a recording)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import ConfigError
+
+
+def add_eval_arguments(p) -> None:
+    """The ``eval`` subcommand's arguments on parser ``p``."""
+    p.add_argument("--out", default="eval_results", help="output directory")
+    p.add_argument("--world", default="building", choices=["building", "small"],
+                   help="building: 10 rooms and a reception on two corridors, people with routines, meetings, lunch groups, "
+                        "visitors; small: the first five-room office")
+    p.add_argument("--seed", type=int, default=0, help="world seed (people, faces, schedules; default 0)")
+    p.add_argument("--days", type=int, default=1, help="simulated days (default 1; habits and absences need several)")
+    p.add_argument("--people", type=int, default=0, help="people (default 8 in the building, 3 in the small office)")
+    p.add_argument("--visitors", type=int, default=1, help="one-off visitors (building)")
+    p.add_argument("--per-type", type=int, default=4, help="questions per type (fewer where the episode offers fewer)")
+    p.add_argument("--phrasings", default="evaluation",
+                   help="comma-separated phrasing sets: evaluation (never used by the planners or their tests), "
+                        "dev (the set the planner's tests may use); both ask the same facts, side by side they "
+                        "measure robustness to wording")
+    p.add_argument("--naming", default="operator", choices=["operator", "enrolment"],
+                   help="operator: a person names identities from at most 3 stored crops each; enrolment: one "
+                        "labelled photo per person matched by the face backend")
+    p.add_argument("--planners", default="rules,text_top_k,full_context",
+                   help="comma-separated: rules, text_top_k (ReMEmbR-style), full_context, llm; with --llm-base-url "
+                        "also llm_limit5, llm_limit15 (function-call limits), llm_remembr_tools (ReMEmbR's three "
+                        "tools); with --questions the first one answers")
+    p.add_argument("--variants", default="psfr,uniform,psfr_no_people",
+                   help="memory variants to ingest: psfr, uniform, psfr_no_people, psfr_no_reid, psfr_gt_objects "
+                        "(labelled ground-truth describer ablation)")
+    p.add_argument("--objects", action="store_true",
+                   help="also ask about small objects (offline only psfr_gt_objects can name them)")
+    p.add_argument("--path", default="library", choices=["library", "nodes"],
+                   help="library: the core in this process; nodes: the default stack as processes, the bag "
+                        "replayed into it, questions through the Ask service (variants psfr, uniform, "
+                        "psfr_no_people, psfr_no_reid; planners rules, full_context, llm)")
+    p.add_argument("--faces-dir", default="", help="people wear these labelled photos (NAME/*.jpg, e.g. "
+                                                   "../shared/data/faces/face_recognition_knn/train) instead of portraits")
+    p.add_argument("--reuse-memory", action="store_true",
+                   help="answer again from the memories an earlier run left in --out (same episode and naming) "
+                        "instead of ingesting again: compare planners or scoring without re-ingesting")
+    p.add_argument("--horizon", action="store_true",
+                   help="long horizon: one psfr memory, questions after each day 1..--days (accuracy, tokens)")
+    p.add_argument("--questions", default="", help="a public question file (NaVQA CSV/JSON, OpenEQA JSON, "
+                                                   "PersonEQA CSV) to replay against --bag")
+    p.add_argument("--bag", default="", help="the recording the --questions are about (rosbag2 directory or file)")
+    p.add_argument("--remap", action="append", default=[], metavar="FROM:=TO",
+                   help="--bag: the bag's topic FROM read as the stack's topic TO (or a topic parameter name, "
+                        "e.g. image_topic); repeatable")
+    p.add_argument("--format", default="auto",
+                   choices=["auto", "navqa_csv", "navqa_json", "openeqa_json", "personeqa_csv"],
+                   help="--questions file format (auto: detected)")
+    p.add_argument("--time-offset", default="auto",
+                   help="--questions: seconds added to every time in the file; auto: 0 when the file's times "
+                        "overlap the bag, else its earliest time moves to the bag's start")
+    p.add_argument("--context-time", default="",
+                   help="--questions: ask every question at this time (end, +SECONDS after the bag's start, or "
+                        "UNIX seconds); default: each question at its own time (or the end of the bag)")
+    p.add_argument("--timezone", default="", help="--questions: the file's wall clock and the agent's 'today' "
+                                                  "(default: America/Los_Angeles for NaVQA, UTC for PersonEQA)")
+    p.add_argument("--episode", default="", help="--questions: one NaVQA Seq ID / OpenEQA episode_history")
+    p.add_argument("--navqa-csv", default="", help="--questions with a NaVQA per-sequence JSON: its CSV")
+    p.add_argument("--limit", type=int, default=0, help="--questions: at most this many (0 = all)")
+    p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint (enables llm, full_context answers)")
+    p.add_argument("--llm-model", default="")
+
+
+def cmd_eval(args) -> int:
+    if args.questions or args.bag:
+        return _eval_public(args)
+    from .runner import MEMORY_VARIANTS, run_eval
+    from ..sim.building_episode import BuildingConfig
+    from ..sim.episode import EpisodeConfig
+    unknown = [v for v in args.variants.split(",") if v not in MEMORY_VARIANTS]
+    if unknown:
+        raise ConfigError(f"--variants: unknown {', '.join(unknown)} ({', '.join(MEMORY_VARIANTS)})")
+    if args.world == "small":
+        config = EpisodeConfig(seed=args.seed, days=args.days, people=args.people or 3, faces_dir=args.faces_dir)
+    else:
+        config = BuildingConfig(seed=args.seed, days=args.days, people=args.people or 8, visitors=args.visitors,
+                                faces_dir=args.faces_dir)
+    if args.horizon:
+        from .horizon import run_horizon
+        run_horizon(Path(args.out), config, planners=tuple(args.planners.split(",")), per_type=args.per_type,
+                    llm_base_url=args.llm_base_url, llm_model=args.llm_model)
+        print((Path(args.out) / "horizon.md").read_text())
+        return 0
+    results = run_eval(Path(args.out), config, planners=tuple(args.planners.split(",")),
+                       variants=tuple(args.variants.split(",")), llm_base_url=args.llm_base_url,
+                       llm_model=args.llm_model, per_type=args.per_type, objects=args.objects,
+                       path=args.path, phrasings=tuple(args.phrasings.split(",")), naming=args.naming,
+                       reuse_memory=args.reuse_memory)
+    print((Path(args.out) / "report.md").read_text())
+    print(f"wrote {Path(args.out) / 'report.md'}, results.json and plots")
+    return 0 if results else 1
+
+
+def _eval_public(args) -> int:
+    """``eval --questions FILE --bag BAG``: a public question set replayed against a recording."""
+    from .replay_eval import run_public_eval
+    if not (args.questions and args.bag):
+        raise ConfigError("--questions and --bag go together (a question file and the recording it is about)")
+    remaps = {}
+    for item in args.remap:
+        source, sep, target = item.partition(":=")
+        if not sep or not source or not target:
+            raise ConfigError(f"--remap {item!r}: FROM:=TO expected (e.g. /camera/image:=/spot/camera/image)")
+        remaps[source] = target
+    from .public_questions import QuestionFormatError
+    from ..ingest.bag_reader import BagError
+    planner = args.planners.split(",")[0]
+    try:
+        run_public_eval(args.questions, args.bag, Path(args.out), remaps=remaps, planner=planner,
+                        llm_base_url=args.llm_base_url, llm_model=args.llm_model, fmt=args.format,
+                        limit=args.limit or None, time_offset=args.time_offset, context_time=args.context_time or None,
+                        timezone=args.timezone or None, episode=args.episode, csv_path=args.navqa_csv or None)
+    except (BagError, QuestionFormatError, ValueError) as exc:    # a wrong file, bag, remap or option
+        raise ConfigError(str(exc)) from exc
+    print((Path(args.out) / "report.md").read_text())
+    print(f"wrote {Path(args.out) / 'report.md'}")
+    return 0
