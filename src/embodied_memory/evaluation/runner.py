@@ -321,7 +321,8 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
     reused = reuse and marker.exists() and all(json.loads(marker.read_text()).get(k) == v for k, v in wanted.items())
     if reuse and not reused:
         log.warning("not reusing %s: %s; ingesting again", data, "no memory of an earlier run there" if not
-                    marker.exists() else f"it was built for {json.loads(marker.read_text())}, this run is {wanted}")
+                    marker.exists() else f"it was built for "
+                    f"{ {k: json.loads(marker.read_text()).get(k) for k in wanted} }, this run is {wanted}")
     if reused:      # the memory this run would build, built and named before: answer only
         from ..params import StoreParams
         from ..store import open_store
