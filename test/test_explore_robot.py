@@ -176,7 +176,8 @@ def test_explore_node_drives_the_robot_through_the_navigation_bridge(tmp_path, r
   explore:
     executable: explore_node
     parameters: {{environment: robot, llm_base_url: "{llm.base_url}", max_steps: 3, look_around_views: 4,
-                  camera_height_m: 1.5, camera_pitch_deg: -25.0, ask_service: "", image_dir: "{tmp_path / 'img'}"}}
+                  camera_height_m: 1.5, camera_pitch_deg: -25.0, ask_service: "", image_dir: "{tmp_path / 'img'}",
+                  sensor_timeout_s: 30.0}}
 """)
         stack = LaunchedStack(stack_file, tmp_path / "launch.log")
         node = Node("robot_loop_client", context=ros_context)

@@ -31,8 +31,9 @@ def test_held_out_photos_match_the_identities_built_from_the_simulation(tmp_path
     perception.close()
     label_identities(lambda tool, args: store.call_tool(tool, args),
                      lambda ident, display: store.name_identity(ident, display), truth)
-    # naming two identities alike merges them: read the surviving identities and their names
-    names_of = {p["person"]: p.get("name", "").lower() for p in store.people()}
+    # naming two identities alike merges them: read the surviving identities and their names; the
+    # operator leaves fragments (too few sightings) unnamed, so recognition is against named ones
+    names_of = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
     faces_of = {}
     for identity in names_of:
         vecs = [s["face_emb"] for s in store.export_identity(identity, include_embeddings=True)["sightings"]
