@@ -22,7 +22,8 @@ setup(
     version="0.1.0",
     package_dir={"": "src"},
     packages=find_packages("src"),
-    package_data={"embodied_memory.store": ["schema.sql"], "embodied_memory.sim": ["phrasings/*.yaml"]},
+    package_data={"embodied_memory.store": ["schema.sql"], "embodied_memory.sim": ["phrasings/*.yaml"],
+                  "embodied_memory.agent": ["intents.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

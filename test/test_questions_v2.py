@@ -170,7 +170,8 @@ def _template_pattern(template: str) -> re.Pattern:
 
 
 def _guarded_texts() -> dict[str, str]:
-    files = [REPO / "test" / "test_rules_planner.py", REPO / "test" / "test_llm_planner.py"]
+    files = [REPO / "test" / name for name in ("test_rules_planner.py", "test_llm_planner.py", "test_people_questions.py",
+                                               "test_time_expressions.py", "test_llm_question_types.py")]
     files += sorted(p for p in (REPO / "src" / "embodied_memory" / "agent").rglob("*") if p.is_file()
                     and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo", ".so"))
     return {str(p.relative_to(REPO)): _normal(p.read_text(encoding="utf-8", errors="replace")) for p in files}

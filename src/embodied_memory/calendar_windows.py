@@ -21,9 +21,10 @@ TimeZone = Union[str, dt.tzinfo]
 Window = tuple[float, float]
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-# (start hour, end hour) in local clock time of the day itself; hours >= 24 are on the next day
+# (start hour, end hour) in local clock time of the day itself; hours >= 24 are on the next day.
+# "lunchtime" is our convention for "at lunch(time)" / "over lunch": 12:00-14:00.
 PARTS_OF_DAY: dict[str, tuple[int, int]] = {
-    "morning": (6, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 30),
+    "morning": (6, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 30), "lunchtime": (12, 14),
 }
 UNIT_SECONDS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
 
@@ -59,8 +60,27 @@ def day_window_at(t: float, tz: TimeZone, days_back: int = 0) -> Window:
     return day_window(local_date(t, tz) - dt.timedelta(days=days_back), tz)
 
 
+def days_window(first: dt.date, last: dt.date, tz: TimeZone) -> Window:
+    """[start, end) of the calendar days ``first`` .. ``last`` (inclusive) in ``tz``: from the local
+    midnight that starts ``first`` to the one that ends ``last`` (a weekend over a change is 47 or 49 h)."""
+    return clock_time(first, 0, 0, tz), clock_time(last + dt.timedelta(days=1), 0, 0, tz)
+
+
+def week_start(day: dt.date) -> dt.date:
+    """The Monday of the (ISO, Monday-first) week that contains ``day``."""
+    return day - dt.timedelta(days=day.weekday())
+
+
+def week_window(day: dt.date, tz: TimeZone, weeks_back: int = 0) -> Window:
+    """[start, end) of the Monday-to-Sunday week that contains ``day`` (or the one ``weeks_back``
+    weeks before it), from local Monday 00:00 to the next local Monday 00:00."""
+    monday = week_start(day) - dt.timedelta(weeks=weeks_back)
+    return days_window(monday, monday + dt.timedelta(days=6), tz)
+
+
 def part_of_day_window(day: dt.date, part: str, tz: TimeZone) -> Window:
-    """"morning" 06-12, "afternoon" 12-18, "evening" 18-24, "night" 18-06 (into the next day)."""
+    """"morning" 06-12, "afternoon" 12-18, "evening" 18-24, "night" 18-06 (into the next day),
+    "lunchtime" 12-14 (``PARTS_OF_DAY``)."""
     try:
         first, last = PARTS_OF_DAY[part]
     except KeyError:

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from ..calendar_windows import clock_time, local_date
 
-ANSWER_TYPES = ("text", "binary", "position", "time", "duration", "persons", "waypoint")
+ANSWER_TYPES = ("text", "binary", "position", "time", "duration", "persons", "waypoint", "count", "days")
 STATUS_OK, STATUS_NO_ANSWER, STATUS_ERROR = "ok", "no_answer", "error"
 STATUSES = (STATUS_OK, STATUS_NO_ANSWER, STATUS_ERROR)
 
@@ -28,6 +28,7 @@ MAX_COORD_M = 1e6                    # a map position further than 1000 km from 
 MAX_DURATION_MINUTES = 100 * 366 * 24 * 60.0   # a century
 MAX_COUNT = 2**32 - 1                # tokens and tool calls are uint32
 MAX_TEXT_CHARS, MAX_ERROR_CHARS, MAX_ID_CHARS, MAX_IDS = 2000, 4000, 200, 100
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _finite(v: Any, bound: float) -> bool:
@@ -63,6 +64,8 @@ class Answer:
     duration_minutes: Optional[float] = None
     persons: list[str] = field(default_factory=list)
     waypoint: str = ""
+    count: Optional[int] = None             # "how many people": a number of distinct people
+    days: list[str] = field(default_factory=list)   # "on which days": local calendar dates, YYYY-MM-DD
     evidence: list[str] = field(default_factory=list)
     confidence: float = 0.0
     error: str = ""
@@ -130,6 +133,14 @@ class Answer:
             else:
                 problems.append(f"duration {_short(self.duration_minutes)} min is impossible; left out")
                 self.duration_minutes = None
+        if self.count is not None and not (isinstance(self.count, int) and not isinstance(self.count, bool)
+                                           and 0 <= self.count <= MAX_COUNT):
+            problems.append(f"count {_short(self.count)} is not a possible number; left out")
+            self.count = None
+        days = self.days if isinstance(self.days, list) else []
+        self.days = [d for d in days if isinstance(d, str) and _ISO_DATE.fullmatch(d)][:MAX_IDS]
+        if len(self.days) < len(days):
+            problems.append("days: entries that are not YYYY-MM-DD dates left out")
         self.confidence = float(min(max(self.confidence, 0.0), 1.0)) if _finite(self.confidence, 1e12) else 0.0
         for name in ("tokens_in", "tokens_out", "tool_calls"):
             value = getattr(self, name)
@@ -165,6 +176,10 @@ class Answer:
             lines.append(f"duration: {self.duration_minutes:.1f} min")
         if self.persons:
             lines.append("persons: " + ", ".join(self.persons))
+        if self.count is not None:
+            lines.append(f"count: {self.count}")
+        if self.days:
+            lines.append("days: " + ", ".join(self.days))
         if self.error:
             lines.append(f"error: {self.error}")
         lines.append(f"({self.planner}; {self.tool_calls} tool calls; tokens {self.tokens_in}+{self.tokens_out}; "
@@ -292,6 +307,16 @@ def answer_from_model(obj: Any, now: float, tz: ZoneInfo, planner: str) -> Answe
                    ] if isinstance(persons, list) else []
     waypoint = obj.get("waypoint", "") or ""
     ans.waypoint = waypoint if isinstance(waypoint, str) else ""
+    count = obj.get("count")
+    if isinstance(count, float) and count.is_integer():
+        count = int(count)
+    if count not in (None, ""):
+        if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= MAX_COUNT:
+            ans.count = count
+        else:
+            problems.append(f"count {_short(count)} is not a possible number of people")
+    days = obj.get("days", [])
+    ans.days = [d.strip()[:10] for d in (days if isinstance(days, list) else []) if isinstance(d, str)]
     evidence = obj.get("evidence", [])
     ans.evidence = [str(e) for e in evidence[:MAX_IDS] if isinstance(e, (str, int)) and not isinstance(e, bool)
                     ] if isinstance(evidence, list) else []
@@ -300,6 +325,7 @@ def answer_from_model(obj: Any, now: float, tz: ZoneInfo, planner: str) -> Answe
         ans.confidence = float(conf)
     ans.error = "; ".join(problems + ([ans.error] if ans.error else []))
     ans.sanitize()
-    if not (ans.text or ans.binary or ans.position or ans.time_iso or ans.duration_minutes is not None or ans.persons):
+    if not (ans.text or ans.binary or ans.position or ans.time_iso or ans.duration_minutes is not None or ans.persons
+            or ans.count is not None or ans.days):
         ans.status = STATUS_NO_ANSWER
     return ans

@@ -38,6 +38,7 @@ PLANNERS = ("auto", "llm", "rules", "full_context")
 MAX_QUESTION_CHARS = 4000
 QUERY_CHARS = 2000          # the memory's longest text query
 FALLBACK = "rules (fallback)"
+NOT_UNDERSTOOD = "llm (rules did not understand)"
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,8 @@ class QueryAgent:
             chosen = self._planner(requested)
             rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
             ans = chosen.answer(question, tools, rules, now_iso, self.params.timezone)
+            if isinstance(chosen, RulesPlanner) and chosen.not_understood and self.client is not None:
+                return self._ask_llm_instead(question, now, now_iso, ans, tools)
         except EndpointUnavailable as exc:
             return self._fallback(question, now, now_iso, f"llm endpoint unavailable: {exc}", tools)
         except BadResponse as exc:
@@ -173,6 +176,20 @@ class QueryAgent:
             return Answer(status=STATUS_ERROR, planner=requested, error=f"cancelled: {exc}"), tools
         except ValueError as exc:
             return Answer(status=STATUS_ERROR, error=str(exc), planner=requested), tools
+        return ans, tools
+
+    def _ask_llm_instead(self, question: str, now: float, now_iso: str, not_understood: Answer,
+                         failed: ToolBox) -> tuple[Answer, ToolBox]:
+        """A question the rules planner did not understand, asked of the llm planner; if that
+        fails too, the rules planner's "not sure what you mean" stands (the reason noted)."""
+        tools = ToolBox(self.memory, now, self.tz, failed.hooks, deadline=failed.deadline)
+        try:
+            ans = LLMPlanner(self.client, self.params.function_call_limit).answer(
+                question, tools, self._rules(question), now_iso, self.params.timezone)
+        except (LLMError, OutOfTime) as exc:
+            not_understood.note(f"llm planner failed too: {exc}")
+            return not_understood, failed
+        ans.planner = NOT_UNDERSTOOD
         return ans, tools
 
     def _commands(self, question: str, tools: ToolBox) -> bool:

@@ -8,19 +8,22 @@
     "Where is person_9999?" / "Is Zoe here?"          -> unknown_person (no such identity / display name)
     "Was Alice in the ballroom?"                      -> unknown_place "the ballroom" (no such waypoint)
 
-Time windows are calendar days and local clock times of the asking time zone
-(``embodied_memory.calendar_windows``), right on daylight-saving change days.
+Time windows come from ``time_expressions`` (dateparser for days and clock times, our own
+code for windows): calendar days and local clock times of the asking time zone, right on
+daylight-saving change days.  People and places are matched against the memory's names
+(``slots``); the intent comes from the nearest bank examples (``intents``).
 """
 from __future__ import annotations
 
-import datetime as dt
 import re
 from dataclasses import dataclass, field
 from typing import Optional
 from zoneinfo import ZoneInfo
 
-from ..calendar_windows import (UNIT_SECONDS, WEEKDAYS, clock_window, day_window, day_window_at, local_date,
-                                part_of_day_window, recent_window, weekday_date)
+from ..calendar_windows import WEEKDAYS
+from .intents import FILLERS, IntentMatch, allowed_intents
+from .slots import STOP_WORDS, Mention, find_people, find_place, person_names, place_names
+from .time_expressions import parse_time_window
 
 KINDS = ("go", "where", "when", "how_long", "yes_no", "who", "how_many", "what")
 
@@ -43,27 +46,15 @@ _KIND_PATTERNS = [
     ("where", r"\bwhere\b"),
 ]
 
-_STOP = set("""a an the is are was were be been being did do does have has had can could will would i you we he she
-it they me my your our their this that these those there here of in on at to for from with by about into near
-next last first ever any some what which who whom where when how long many much time times see seen saw look
-looking find found notice noticed spot spotted robot please tell show remember recall kept keep go went come came
-today yesterday morning afternoon evening night tonight ago minutes minute hours hour days day week ever
-currently now just recently earlier before after around approximately roughly during most least usually
-and or not no yes than then still again also only place room area located location
-people person persons someone somebody anyone anybody everyone everybody visitors visitor
-arrive arrived arrives arrival leave left leaves leaving enter entered exit exited stay stayed spend spent
-get got here there take bring lead guide drive navigate move head go goes went""".split())
-
-_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10,
-                 "fifteen": 15, "twenty": 20, "thirty": 30, "few": 3, "couple": 2}
-
+_STOP = STOP_WORDS
 
 @dataclass
 class ParsedQuestion:
     text: str
     kind: str
     target: str = ""                         # what to look for (object / activity phrase)
-    person: str = ""                         # identity id
+    person: str = ""                         # identity id (the first person named)
+    person2: str = ""                        # the second person named ("Alice or Bob")
     place: str = ""                          # waypoint id
     start: Optional[float] = None
     end: Optional[float] = None
@@ -72,89 +63,18 @@ class ParsedQuestion:
     time_words: list[str] = field(default_factory=list)
     unknown_person: str = ""                 # a person named in the question that no identity is
     unknown_place: str = ""                  # a place named in the question that is no known waypoint
-
-
-def _count(word: str) -> int:
-    """A count written as a word or digits ("two", "3"); 1 when unreadable (absurd digit strings
-    are read as a trillion, which no window survives)."""
-    if word.isdigit():
-        return int(word) if len(word) <= 12 else 10 ** 12
-    return _NUMBER_WORDS.get(word, 1)
-
-
-_PARTS = {"morning": "morning", "afternoon": "afternoon", "evening": "evening", "night": "night", "tonight": "night"}
-
-
-def parse_time_window(q: str, now: float, tz: ZoneInfo) -> tuple[Optional[float], Optional[float], list[str]]:
-    """(start, end, matched phrases) for the time phrases of a question; (None, None) if none.
-    Days are calendar days of ``tz`` and clock times are local (``calendar_windows``)."""
-    words: list[str] = []
-    m = re.search(r"\b(in|during|within|over) the (last|past) (\w+) (minute|hour|day)s?\b", q)
-    if m:
-        return recent_window(now, _count(m.group(3)), m.group(4), tz)[0], now, [m.group(0)]
-    m = re.search(r"\b(\w+) (minute|hour|day)s? ago\b", q)
-    if m and m.group(1) not in ("how", "many"):
-        n = _count(m.group(1))
-        if m.group(2) == "day":  # "two days ago": that calendar day (at most a century back)
-            start, end = day_window_at(now, tz, min(n, 36_500))
-        else:
-            unit = UNIT_SECONDS[m.group(2)]
-            start, end = now - n * unit - unit / 2, now - n * unit + unit / 2
-        return max(0.0, start), max(0.0, min(now, end)), [m.group(0)]
-    today = local_date(now, tz)
-    day: Optional[dt.date] = None
-    if "yesterday" in q:
-        day, words = today - dt.timedelta(days=1), words + ["yesterday"]
-    elif re.search(r"\b(today|this morning|this afternoon|this evening|tonight)\b", q):
-        day = today
-    elif "last night" in q:
-        day, words = today - dt.timedelta(days=1), words + ["last night"]
-    else:
-        m = re.search(r"\b(on )?(" + "|".join(WEEKDAYS) + r")\b", q)
-        if m:
-            day = weekday_date(m.group(2), today)
-            words.append(m.group(0))
-    part = None
-    for name, part_name in _PARTS.items():
-        if re.search(rf"\b(this |in the |last |yesterday )?{name}\b", q):
-            part = part_name
-            words.append(name)
-            break
-    m = re.search(r"\b(at|around|about) (\d{1,2})(?::(\d{2}))? ?(am|pm)?\b", q)
-    clock = None
-    if m and (m.group(3) or m.group(4)):
-        hour = int(m.group(2)) % 12 + (12 if m.group(4) == "pm" else 0) if m.group(4) else int(m.group(2))
-        minute = int(m.group(3) or 0)
-        if hour < 24 and minute < 60:
-            clock = (hour, minute)
-            words.append(m.group(0))
-    if day is None and part is None and clock is None:
-        return None, None, words
-    day = day or today
-    if clock is not None:
-        start, end = clock_window(day, clock[0], clock[1], tz, margin_s=900.0)
-    elif part is not None:
-        start, end = part_of_day_window(day, part, tz)
-    else:
-        start, end = day_window(day, tz)
-    if "today" in q:
-        words.append("today")
-    return max(0.0, start), max(0.0, min(end, now)), words
+    canonical: str = ""                      # the question with its slots replaced (intents.py)
+    intent: Optional[IntentMatch] = None     # set when parsed with a classifier
 
 
 def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9_']+", text.lower())
 
 
-def match_names(q: str, names: dict[str, str]) -> str:
-    """The id whose name (or id, underscores as spaces) appears as words in q; longest first."""
-    for key in sorted(names, key=lambda k: -len(k)):
-        if re.search(rf"\b{re.escape(key)}\b", q):
-            return names[key]
-    return ""
-
-
-def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], waypoints: list[str]) -> ParsedQuestion:
+def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], waypoints: list[str],
+                   classifier=None) -> ParsedQuestion:
+    """Kind (coarse, by its words), slots (people and place matched against the memory's
+    names, time window) and, with an ``intents.IntentClassifier``, the intent."""
     q = " ".join(question.lower().replace("?", " ").split())
     kind = "what"
     for name, pattern in _KIND_PATTERNS:
@@ -163,39 +83,59 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
             break
     if kind == "yes_no" and re.search(r"\b\w+ or \w+", q):  # "did you turn left or right?" is a choice
         kind = "what"
-    person_names: dict[str, str] = {}
-    for p in people:
-        person_names[p["person"].lower()] = p["person"]
-        person_names[p["person"].lower().replace("_", " ")] = p["person"]
-        if p.get("name"):
-            person_names[p["name"].lower()] = p["person"]
-    # a word of a display name ("Carol" of "Carol Smith") names its person when no one else shares it
-    owners: dict[str, set[str]] = {}
-    for p in people:
-        for word in _words(p.get("name") or ""):
-            owners.setdefault(word, set()).add(p["person"])
-    for word, ids in owners.items():
-        if len(ids) == 1 and word not in _STOP and word not in person_names:
-            person_names[word] = next(iter(ids))
-    place_names = {}
-    for w in waypoints:
-        place_names[w.lower()] = w
-        place_names[w.lower().replace("_", " ")] = w
-    person = match_names(q, person_names)
-    place = match_names(q, place_names)
+    people_names, places = person_names(people), place_names(waypoints)
+    persons = find_people(question, people)
+    persons = [m for i, m in enumerate(persons) if m.value not in {x.value for x in persons[:i]}]
+    place = find_place(question, waypoints, exclude=persons)
     start, end, time_words = parse_time_window(q, now, tz)
     first = bool(re.search(r"\b(first|earliest|arrive|arrived|arrival|come in|came in|start|started|begin)\b", q))
     about_people = bool(re.search(r"\b(who|people|persons?|someone|somebody|anyone|anybody|visitors?|man|woman)\b", q))
     removed = set(_STOP)
-    for phrase in list(person_names) + list(place_names) + time_words:
+    for phrase in [m.text for m in persons] + ([place.text] if place else []) + time_words:
         removed.update(_words(phrase))
     target_words = [w for w in _words(q) if w not in removed and not w.isdigit()]
-    unknown_person, unknown_place = _unknown_names(question, q, person_names, place_names)
+    unknown_person, unknown_place = _unknown_names(question, q, people_names, places)
     if not unknown_place:
-        unknown_place = _unknown_place(q, kind, place_names, bool(person or unknown_person or about_people))
-    return ParsedQuestion(text=question, kind=kind, target=" ".join(target_words), person=person, place=place,
-                          start=start, end=end, first=first, about_people=about_people, time_words=time_words,
-                          unknown_person=unknown_person, unknown_place=unknown_place)
+        unknown_place = _unknown_place(q, kind, places, bool(persons or unknown_person or about_people))
+    parsed = ParsedQuestion(text=question, kind=kind, target=" ".join(target_words),
+                            person=persons[0].value if persons else "",
+                            person2=persons[1].value if len(persons) > 1 else "",
+                            place=place.value if place else "", start=start, end=end, first=first,
+                            about_people=about_people, time_words=time_words,
+                            unknown_person=unknown_person, unknown_place=unknown_place)
+    parsed.canonical = canonical_form(question, persons, place, unknown_person, time_words)
+    if classifier is not None:
+        named = len(persons) + bool(unknown_person and not persons)
+        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named))
+    return parsed
+
+
+def canonical_form(question: str, persons: list[Mention], place: Optional[Mention], unknown_person: str,
+                   time_words: list[str]) -> str:
+    """The question as the intent bank is written: people "Alex" / "Sam", the place "lab",
+    time phrases cut, lower case (``intents.canonical``)."""
+    from .intents import canonical
+    spans = [(m.start, m.end, filler) for m, filler in zip(persons, (FILLERS["name"], FILLERS["name2"]))]
+    if place is not None:
+        spans.append((place.start, place.end, FILLERS["room"]))
+    if unknown_person and not persons:
+        m = re.search(rf"\b{re.escape(unknown_person)}\b", question)
+        if m:
+            spans.append((m.start(), m.end(), FILLERS["name"]))
+    text = question
+    for a, b, filler in sorted(spans, reverse=True):
+        text = text[:a] + filler + text[b:]
+    text = text.lower()
+    for phrase in sorted(time_words, key=len, reverse=True):
+        text = re.sub(rf"\b{re.escape(phrase)}\b", " ", text)
+    return canonical(text)
+
+
+def strip_time_phrases(text: str, now: float = 1.7e9, tz: ZoneInfo = ZoneInfo("UTC")) -> str:
+    """``text`` without the time phrases the parser reads (the bank's examples, canonical form)."""
+    from .intents import canonical
+    words = parse_time_window(" ".join(text.lower().replace("?", " ").split()), now, tz)[2]
+    return canonical_form(text, [], None, "", words) if words else canonical(text)
 
 
 # -- names the memory does not know -------------------------------------------------------------
@@ -209,6 +149,7 @@ yard courtyard entrance reception bathroom toilet restroom washroom cafeteria ca
 warehouse storeroom pantry closet bedroom lounge stairwell staircase elevator lift workshop studio auditorium gym
 terrace balcony patio parking wing building floor dock shed""".split())
 _GENERIC_PLACES = {"room", "area", "place", "location"}  # "in the room": no name to check
+_SAME_WORDS = {"same", "other", "another", "next", "one", "different"}
 _PLACE_NOUNS = _ROOM_WORDS | _GENERIC_PLACES             # part of a place phrase though stop words
 # phrases after "in the" that are not places ("who is in the picture")
 _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory", "world", "meantime", "end",
@@ -274,7 +215,8 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
         while j < len(words) and (words[j] not in _STOP or words[j] in _PLACE_NOUNS) and not words[j].isdigit():
             phrase.append(words[j])
             j += 1
-        if not phrase or phrase[-1] in _NOT_PLACES or all(w in _GENERIC_PLACES for w in phrase):
+        if (not phrase or phrase[-1] in _NOT_PLACES or all(w in _GENERIC_PLACES for w in phrase)
+                or phrase[0] in _SAME_WORDS):          # "in the same room", "in another room"
             continue
         text = " ".join(phrase)
         if any(re.search(rf"\b{re.escape(name)}\b", text) for name in place_names):

@@ -1,25 +1,29 @@
 """The ``rules`` planner: deterministic routing of parsed questions to memory tools.
 
 No model beyond the text embedder: it is the embedded default when no LLM endpoint is
-configured and the fallback when the endpoint is down.  Object phrases are matched by
-embedding similarity (``match_threshold``); among near-equal matches the most recent (or
-the first, for "first"/"arrive" questions) wins.
+configured and the fallback when the endpoint is down.  A question about people goes by its
+intent (the nearest examples of ``intents.yaml``, MiniLM) to ``people_answers``; a question
+like no example gets "I am not sure what you mean" (``not_understood`` is set: the query agent
+asks the llm planner instead when an endpoint is configured).  Other questions (objects,
+places, commands) go by their coarse kind (question words): object phrases are matched by
+embedding similarity (``match_threshold``); among near-equal matches the most recent (or the
+first, for "first"/"arrive" questions) wins.
 """
 from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Callable, Optional
-
+from typing import Optional
 from ..calendar_windows import day_window_at
-from .answer import Answer, no_answer
+from .answer import STATUS_NO_ANSWER, Answer, no_answer
+from .intents import MIN_SIMILARITY as MIN_UNDERSTOOD, IntentClassifier, shared_classifier
+from .memory_reader import MemoryReader
+from .people_answers import PEOPLE_INTENTS, PeopleAnswers
 from .question_parser import ParsedQuestion, parse_question
-from .tools import NAVIGATE, ToolBox, ToolCallRecord
+from .tools import NAVIGATE, ToolBox
 from .visits import observed_minutes, split_visits
 
 NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same thing
-HISTORY_PAGE = 1000  # rows per history call (the store's largest ``limit``)
-HISTORY_PAGES = 50   # at most this many pages (50,000 rows) per window
 
 
 _GENERIC = {"", "objects", "object", "things", "anything", "everything", "what"}
@@ -39,18 +43,20 @@ def _place(row: dict) -> str:
 class RulesPlanner:
     name = "rules"
 
-    def __init__(self, match_threshold: float = 0.35):
+    def __init__(self, match_threshold: float = 0.35, classifier: Optional[IntentClassifier] = None):
         self.match_threshold = match_threshold
+        self.classifier = classifier
+        self.not_understood = False          # the last question was like no example of the bank
         self._names: dict[str, str] = {}
+        self._reader: Optional[MemoryReader] = None
 
-    # -- memory access (through the toolbox, so calls are counted and evidence kept) --------
     def _call(self, tools: ToolBox, tool: str, args: dict):
-        """A direct memory call recorded like a tool call (and, like one, reported and cancellable)."""
-        tools.check_cancelled()
-        tools.report(f"tool:{tool}")
-        result = tools.memory.call(tool, args)
-        tools.calls.append(ToolCallRecord(tool, args, result=None))
-        return result
+        return self._reader_for(tools).call(tool, args)
+
+    def _reader_for(self, tools: ToolBox) -> MemoryReader:
+        if self._reader is None or self._reader.tools is not tools:
+            self._reader = MemoryReader(tools)
+        return self._reader
 
     def _matches(self, tools: ToolBox, p: ParsedQuestion) -> list[dict]:
         """Observations matching the target phrase inside the window, best similarity first."""
@@ -73,44 +79,14 @@ class RulesPlanner:
         """The question's window, never beyond the question time."""
         return p.start or 0.0, min(p.end or tools.now, tools.now)
 
-    def _history(self, tools: ToolBox, tool: str, args: dict, order: str = "oldest",
-                 keep: Callable[[dict], bool] = lambda r: True, enough: Optional[int] = None) -> list[dict]:
-        """The rows of a history tool (person / waypoint observations) in [t_start, t_end] that
-        ``keep`` accepts, oldest first; fetched in pages of HISTORY_PAGE from the ``order`` end
-        ("newest": the most recent first) until ``enough`` rows are kept."""
-        rows: list[dict] = []
-        seen: set[str] = set()
-        t_start, t_end = args["t_start"], args["t_end"]
-        for _ in range(HISTORY_PAGES):
-            page = self._call(tools, tool, {**args, "t_start": t_start, "t_end": t_end, "limit": HISTORY_PAGE,
-                                            "order": order})
-            new = [r for r in page if r["id"] not in seen]
-            seen.update(r["id"] for r in new)
-            rows += [r for r in new if keep(r)]
-            if len(page) < HISTORY_PAGE or not new or (enough is not None and len(rows) >= enough):
-                break
-            # times come rounded to ms: the next page overlaps this one a little, then dedupes
-            if order == "oldest":
-                t_start = max(t_start, page[-1]["t"] - 1e-3)
-            else:
-                t_end = min(t_end, page[-1]["t"] + 1e-3)
-        return sorted(rows, key=lambda r: r["t"])
-
     def _person_sightings(self, tools: ToolBox, p: ParsedQuestion, last_only: bool = False,
                           first_only: bool = False) -> list[dict]:
-        """The person's sightings in the window (at the place), oldest first; only the most
-        recent one (``last_only``) or the earliest one (``first_only``) when that is all it takes."""
         start, end = self._window(tools, p)
-        rows = self._history(tools, "person_observations", {"person": p.person, "t_start": start, "t_end": end},
-                             order="newest" if last_only else "oldest",
-                             keep=lambda r: not p.place or r.get("waypoint") == p.place,
-                             enough=1 if last_only or first_only else None)
-        return rows[-1:] if last_only else rows[:1] if first_only else rows
+        return self._reader_for(tools).person_sightings(p.person, start, end, p.place, last_only, first_only)
 
     def _place_history(self, tools: ToolBox, p: ParsedQuestion) -> list[dict]:
-        """What was observed at the question's place in its window, oldest first."""
         start, end = self._window(tools, p)
-        return self._history(tools, "waypoint_observations", {"waypoint_id": p.place, "t_start": start, "t_end": end})
+        return self._reader_for(tools).place_history(p.place, start, end)
 
     def _pick(self, rows: list[dict], first: bool) -> dict:
         return min(rows, key=lambda r: r["t"]) if first else max(rows, key=lambda r: r["t"])
@@ -121,12 +97,35 @@ class RulesPlanner:
         people = self._call(tools, "people", {"before": tools.now})
         self._names = {p["person"]: p.get("name") or p["person"] for p in people}
         waypoints = [w["waypoint"] for w in self._call(tools, "waypoints", {"before": tools.now})]
-        p = parse_question(question, tools.now, tools.tz, people, waypoints)
+        classifier = self.classifier or shared_classifier()
+        p = parse_question(question, tools.now, tools.tz, people, waypoints, classifier)
         if p.unknown_person or p.unknown_place:  # never answer about someone or somewhere never seen
             ans = self._unknown(p)
+        elif self._about_people(p):
+            ans = self._people(p, tools)
         else:
             ans = getattr(self, f"_{p.kind}")(p, tools)
         ans.planner = self.name
+        return ans
+
+    @staticmethod
+    def _about_people(p: ParsedQuestion) -> bool:
+        """A question about someone named or about people in general, whose intent is a people one."""
+        return (p.intent is not None and (bool(p.person) or p.about_people)
+                and (p.intent.intent in PEOPLE_INTENTS or not p.intent.understood))
+
+    def _people(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
+        match = p.intent
+        if not match.understood:
+            self.not_understood = True
+            text = "I am not sure what you mean. Could you ask it another way?"
+            return Answer(status=STATUS_NO_ANSWER, text=text, error=(
+                f"question not understood: nearest example {match.example!r} ({match.intent}, similarity "
+                f"{match.score:.2f} < {MIN_UNDERSTOOD:.2f})"))
+        ans = PeopleAnswers(self._reader_for(tools), self._names).handler(match.intent)(p)
+        if match.ambiguous:
+            ans.note(f"understood as {match.intent} ({match.score:.2f}); could be {match.runner_up} "
+                     f"({match.runner_up_score:.2f})")
         return ans
 
     def _unknown(self, p: ParsedQuestion) -> Answer:

@@ -2,12 +2,12 @@
 built, from what they can see, as they would at the robot.
 
 - ``label_identities`` (the default operator): the operator reviews the identities with at
-  least ``min_sightings`` sightings, looks at each one's ``max_images`` best stored crops (face
+  least ``min_sightings`` sightings (default: every identity listed), looks at each one's ``max_images`` best stored crops (face
   embedded, most confident detection, largest box, from different moments) and names the
   identity after the person most of those images show. What an image "shows" is read from the
   simulator at that one image (the person at that image column, when the view is unambiguous),
   standing in for the operator's eyes; nothing else from the ground truth reaches the memory.
-  Fragments the operator never reviews stay unnamed; two identities given one name are merged
+  Identities whose images show no one unambiguously stay unnamed; two identities given one name are merged
   by the memory (what the operator's naming means).
 - ``enrol_identities`` (the alternative): one labelled photo per known person, matched by the
   face backend against each identity's face embeddings (no human looks at anything).
@@ -30,7 +30,7 @@ Query = Callable[[str, dict], Any]
 Namer = Callable[[str, str], Any]
 SFACE_MATCH = 0.363            # SFace cosine threshold (OpenCV's recommended value)
 MAX_IMAGES = 3                 # crops the operator looks at per identity
-MIN_SIGHTINGS = 5              # identities with fewer sightings are not reviewed
+MIN_SIGHTINGS = 1              # the operator reviews every identity the memory lists
 
 
 @dataclass

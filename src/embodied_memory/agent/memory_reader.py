@@ -1,0 +1,84 @@
+"""Reading the memory for the rules planner: every call goes through the question's ToolBox
+(counted, reported, cancellable, evidence kept), histories are read in pages."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Callable, Optional
+
+from ..calendar_windows import day_window, local_date
+from .tools import ToolBox, ToolCallRecord
+
+HISTORY_PAGE = 1000  # rows per history call (the store's largest ``limit``)
+HISTORY_PAGES = 50   # at most this many pages (50,000 rows) per window
+MAX_DAYS = 31        # day-by-day questions look at most this many days back
+
+
+class MemoryReader:
+    def __init__(self, tools: ToolBox):
+        self.tools = tools
+
+    def call(self, tool: str, args: dict):
+        """A direct memory call recorded like a tool call (and, like one, reported and cancellable)."""
+        tools = self.tools
+        tools.check_cancelled()
+        tools.report(f"tool:{tool}")
+        result = tools.memory.call(tool, args)
+        tools.calls.append(ToolCallRecord(tool, args, result=None))
+        return result
+
+    def history(self, tool: str, args: dict, order: str = "oldest",
+                keep: Callable[[dict], bool] = lambda r: True, enough: Optional[int] = None) -> list[dict]:
+        """The rows of a history tool (person / waypoint observations) in [t_start, t_end] that
+        ``keep`` accepts, oldest first; fetched in pages of HISTORY_PAGE from the ``order`` end
+        ("newest": the most recent first) until ``enough`` rows are kept."""
+        rows: list[dict] = []
+        seen: set[str] = set()
+        t_start, t_end = args["t_start"], args["t_end"]
+        for _ in range(HISTORY_PAGES):
+            page = self.call(tool, {**args, "t_start": t_start, "t_end": t_end, "limit": HISTORY_PAGE, "order": order})
+            new = [r for r in page if r["id"] not in seen]
+            seen.update(r["id"] for r in new)
+            rows += [r for r in new if keep(r)]
+            if len(page) < HISTORY_PAGE or not new or (enough is not None and len(rows) >= enough):
+                break
+            # times come rounded to ms: the next page overlaps this one a little, then dedupes
+            if order == "oldest":
+                t_start = max(t_start, page[-1]["t"] - 1e-3)
+            else:
+                t_end = min(t_end, page[-1]["t"] + 1e-3)
+        return sorted(rows, key=lambda r: r["t"])
+
+    def person_sightings(self, person: str, start: float, end: float, place: str = "",
+                         last_only: bool = False, first_only: bool = False) -> list[dict]:
+        """The person's sightings in [start, end] (at ``place``), oldest first; only the most
+        recent one (``last_only``) or the earliest one (``first_only``) when that is all it takes."""
+        rows = self.history("person_observations", {"person": person, "t_start": start, "t_end": end},
+                            order="newest" if last_only else "oldest",
+                            keep=lambda r: not place or r.get("waypoint") == place,
+                            enough=1 if last_only or first_only else None)
+        return rows[-1:] if last_only else rows[:1] if first_only else rows
+
+    def place_history(self, place: str, start: float, end: float) -> list[dict]:
+        """What was observed at ``place`` in [start, end], oldest first."""
+        return self.history("waypoint_observations", {"waypoint_id": place, "t_start": start, "t_end": end})
+
+    def persons_on(self, day: dt.date, before: float) -> list[dict]:
+        """Everyone seen on local ``day`` up to ``before``: person, sightings, first/last seen (ISO)."""
+        return self.call("persons_per_day", {"date": day.isoformat(), "before": before})
+
+    def days(self, start: float, end: float) -> list[dt.date]:
+        """The local calendar days from ``start`` to ``end`` (at most MAX_DAYS, the latest kept)."""
+        first, last = local_date(start, self.tools.tz), local_date(end, self.tools.tz)
+        first = max(first, last - dt.timedelta(days=MAX_DAYS - 1))
+        return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+
+    def active_days(self, start: float, end: float) -> list[dt.date]:
+        """The days in [start, end] on which the robot recorded anything (it cannot have seen
+        anyone on a day it was off)."""
+        out = []
+        for day in self.days(start, end):
+            day_start, day_end = day_window(day, self.tools.tz)
+            if self.call("observations_between", {"t_start": max(start, day_start), "t_end": min(end, day_end),
+                                                  "limit": 1}):
+                out.append(day)
+        return out

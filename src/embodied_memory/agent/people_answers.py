@@ -1,0 +1,296 @@
+"""The rules planner's answers to questions about people, one function per intent (intents.yaml).
+
+Definitions (what a patrolling robot can know): arrival / leaving is the first / last sighting
+of the day; a stay lasts from its first to its last sighting (``visits``); two people were
+together when one observation shows both; a person was absent on a day the robot was active
+and did not see them; new people are those whose first sighting ever falls in the window; a
+usual workplace is the room (never a lunch room, meeting room or passage: ``slots.room_kind``)
+seen on most days, a usual lunch time the median over days of the first sighting in a lunch
+room between 11:00 and 14:30.
+
+Without evidence the answer says so ("I have not seen Bob today."), with status no_answer,
+never a guess; every answer carries the ids of the observations it rests on.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from typing import Callable, Optional
+
+from ..calendar_windows import clock_time, day_window_at, local_date, week_window
+from .answer import STATUS_NO_ANSWER, Answer
+from .memory_reader import MemoryReader
+from .question_parser import ParsedQuestion
+from .slots import room_kind
+from .visits import observed_minutes, split_visits
+
+LUNCH_MINUTES = (11 * 60, 14 * 60 + 30)   # local clock, minutes after midnight
+NOT_WORKPLACES = ("lunch", "meeting", "passage")
+LUNCH_KINDS = ("lunch",)
+MAX_EVIDENCE = 10
+
+
+class PeopleAnswers:
+    """Answers about people from the memory read through ``reader``; ``names``: id -> display name."""
+
+    def __init__(self, reader: MemoryReader, names: dict[str, str]):
+        self.reader = reader
+        self.tools = reader.tools
+        self.names = names
+
+    # -- helpers -------------------------------------------------------------------------------
+    def name(self, identity: str) -> str:
+        return self.names.get(identity, identity)
+
+    def _hhmm(self, t: float) -> str:
+        return dt.datetime.fromtimestamp(t, tz=self.tools.tz).strftime("%H:%M")
+
+    def _when(self, p: ParsedQuestion) -> str:
+        """The question's time phrase, for the answer's text ("today", "on monday"), or ""."""
+        return " ".join(p.time_words) if p.time_words else ""
+
+    def window(self, p: ParsedQuestion, default: str) -> tuple[float, float]:
+        """The question's window; without one ``default``: "ever", "today" or "week" (since Monday)."""
+        now = self.tools.now
+        if p.start is not None or p.end is not None:
+            return p.start or 0.0, min(p.end or now, now)
+        if default == "today":
+            return day_window_at(now, self.tools.tz)[0], now
+        if default == "week":
+            return week_window(local_date(now, self.tools.tz), self.tools.tz)[0], now
+        return 0.0, now
+
+    def not_seen(self, who: str, p: ParsedQuestion, where: str = "") -> Answer:
+        when = self._when(p)
+        text = f"I have not seen {who}" + (f" in the {where.replace('_', ' ')}" if where else "") + \
+               (f" {when}" if when else "") + "."
+        return Answer(status=STATUS_NO_ANSWER, text=text, error=text)
+
+    def _evidence(self, ans: Answer, rows: list[dict]) -> Answer:
+        ans.evidence = list(dict.fromkeys(r["id"] for r in rows))[:MAX_EVIDENCE]
+        return ans
+
+    def _located(self, kind: str, row: dict, text: str) -> Answer:
+        ans = Answer(type=kind, position=list(row["position"]) if row.get("position") is not None else None,
+                     waypoint=row.get("waypoint", ""), confidence=0.7)
+        ans.set_time(row["t"], self.tools.now, self.tools.tz)
+        place = (row.get("waypoint") or "an unknown place").replace("_", " ")
+        ans.text = text.format(name=self.name(row.get("_person", "")), place=place, hhmm=self._hhmm(row["t"]))
+        return self._evidence(ans, [row])
+
+    def _persons_in(self, p: ParsedQuestion, start: float, end: float) -> tuple[list[str], list[dict]]:
+        """Who was seen in [start, end] (at the question's place): ids in order of first sighting."""
+        if p.place:
+            rows = [r for r in self.reader.place_history(p.place, start, end) if r.get("persons")]
+            return list(dict.fromkeys(x for r in rows for x in r["persons"])), rows
+        persons: list[str] = []
+        for day in self.reader.days(start, end):
+            persons += [x["person"] for x in self.reader.persons_on(day, end)]
+        return list(dict.fromkeys(persons)), []
+
+    # -- one sighting: last / first -----------------------------------------------------------
+    def last_sighting(self, p: ParsedQuestion, default_window: str, kind: str, text: str) -> Answer:
+        start, end = self.window(p, default_window)
+        rows = self.reader.person_sightings(p.person, start, end, p.place, last_only=True)
+        if not rows:
+            return self.not_seen(self.name(p.person), p, p.place)
+        return self._located(kind, {**rows[-1], "_person": p.person}, text)
+
+    def first_sighting(self, p: ParsedQuestion, default_window: str, text: str) -> Answer:
+        start, end = self.window(p, default_window)
+        rows = self.reader.person_sightings(p.person, start, end, p.place, first_only=True)
+        if not rows:
+            return self.not_seen(self.name(p.person), p, p.place)
+        return self._located("time", {**rows[0], "_person": p.person}, text)
+
+    def last_place(self, p: ParsedQuestion) -> Answer:
+        return self.last_sighting(p, "ever", "position", "I last saw {name} at {place} at {hhmm}.")
+
+    def where_now(self, p: ParsedQuestion) -> Answer:
+        return self.last_sighting(p, "ever", "position", "{name} was last seen at {place} at {hhmm}; "
+                                                         "probably still there.")
+
+    def last_time(self, p: ParsedQuestion) -> Answer:
+        return self.last_sighting(p, "ever", "time", "I last saw {name} at {hhmm}, at {place}.")
+
+    def departure(self, p: ParsedQuestion) -> Answer:
+        return self.last_sighting(p, "today", "time", "{name} left around {hhmm} (last seen at {place}).")
+
+    def first_seen(self, p: ParsedQuestion) -> Answer:
+        return self.first_sighting(p, "ever", "I first saw {name} at {hhmm}, at {place}.")
+
+    def arrival(self, p: ParsedQuestion) -> Answer:
+        return self.first_sighting(p, "today", "{name} arrived around {hhmm} (first seen at {place}).")
+
+    # -- presence -------------------------------------------------------------------------------
+    def was_in(self, p: ParsedQuestion) -> Answer:
+        start, end = self.window(p, "ever")
+        where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
+        when = f" {self._when(p)}" if p.time_words else ""
+        if p.person:
+            rows = self.reader.person_sightings(p.person, start, end, p.place)
+            who = self.name(p.person)
+        elif p.place:
+            rows = [r for r in self.reader.place_history(p.place, start, end) if r.get("persons")]
+            who = "anyone"
+        else:
+            return Answer(status=STATUS_NO_ANSWER, text="I am not sure who you mean.", error="no person or place")
+        if not rows:
+            return Answer(type="binary", binary="no", confidence=0.6, text=f"No, I did not see {who}{where}{when}.")
+        last = rows[-1]
+        ans = Answer(type="binary", binary="yes", confidence=0.8, waypoint=last.get("waypoint", ""),
+                     text=f"Yes, I saw {who}{where}{when} (last at {self._hhmm(last['t'])}).")
+        return self._evidence(ans, rows)
+
+    def duration(self, p: ParsedQuestion) -> Answer:
+        if p.start is None:   # without a day: the day of the last sighting
+            last = self.reader.person_sightings(p.person, 0.0, self.tools.now, p.place, last_only=True)
+            start, end = day_window_at(last[-1]["t"], self.tools.tz) if last else (0.0, self.tools.now)
+            end = min(end, self.tools.now)
+        else:
+            start, end = self.window(p, "today")
+        rows = self.reader.person_sightings(p.person, start, end, p.place)
+        if not rows:
+            return self.not_seen(self.name(p.person), p, p.place)
+        visits = split_visits(rows, lambda r: r["t"])
+        minutes = observed_minutes(visits, lambda r: r["t"])
+        spans = ", ".join(f"{self._hhmm(v[0]['t'])}-{self._hhmm(v[-1]['t'])}" for v in visits)
+        where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
+        ans = Answer(type="duration", duration_minutes=round(minutes, 1), waypoint=p.place, confidence=0.6,
+                     text=f"{self.name(p.person)} was{where} for about {minutes:.0f} minutes "
+                          f"({len(visits)} visit(s): {spans}).")
+        return self._evidence(ans, rows)
+
+    def who_in(self, p: ParsedQuestion) -> Answer:
+        start, end = self.window(p, "today")
+        persons, rows = self._persons_in(p, start, end)
+        where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
+        text = (f"I saw {', '.join(self.name(x) for x in persons)}{where}." if persons
+                else f"I saw nobody{where}.")
+        return self._evidence(Answer(type="persons", persons=persons, waypoint=p.place, confidence=0.6, text=text), rows)
+
+    def count(self, p: ParsedQuestion) -> Answer:
+        start, end = self.window(p, "today")
+        persons, rows = self._persons_in(p, start, end)
+        where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
+        ans = Answer(type="count", count=len(persons), persons=persons, confidence=0.5,
+                     text=f"{len(persons)} people{where}" + (f": {', '.join(self.name(x) for x in persons)}."
+                                                             if persons else "."))
+        return self._evidence(ans, rows)
+
+    # -- two people --------------------------------------------------------------------------------
+    def who_first(self, p: ParsedQuestion) -> Answer:
+        start, end = self.window(p, "today")
+        firsts = {}
+        for person in (p.person, p.person2):
+            rows = self.reader.person_sightings(person, start, end, first_only=True)
+            if rows:
+                firsts[person] = rows[0]
+        if not firsts:
+            return self.not_seen(f"{self.name(p.person)} or {self.name(p.person2)}", p)
+        order = sorted(firsts, key=lambda x: firsts[x]["t"])
+        others = [x for x in (p.person, p.person2) if x not in order]
+        seen = "; ".join(f"{self.name(x)} first seen at {self._hhmm(firsts[x]['t'])}" for x in order)
+        unseen = "".join(f"; I did not see {self.name(x)}" for x in others)
+        ans = Answer(type="persons", persons=order + others, confidence=0.6,
+                     text=f"{self.name(order[0])} came first ({seen}{unseen}).")
+        return self._evidence(ans, [firsts[x] for x in order])
+
+    def with_whom(self, p: ParsedQuestion) -> Answer:
+        start, end = self.window(p, "today")
+        rows = self.reader.person_sightings(p.person, start, end, p.place)
+        if not rows:
+            return self.not_seen(self.name(p.person), p)
+        together = [r for r in rows if len(r.get("persons", [])) > 1]
+        persons = list(dict.fromkeys(x for r in together for x in r["persons"] if x != p.person))
+        text = (f"I saw {self.name(p.person)} with {', '.join(self.name(x) for x in persons)}." if persons
+                else f"I saw {self.name(p.person)} with nobody else.")
+        return self._evidence(Answer(type="persons", persons=persons, confidence=0.6, text=text), together or rows)
+
+    def together(self, p: ParsedQuestion) -> Answer:
+        start, end = self.window(p, "today")
+        rows = self.reader.person_sightings(p.person, start, end, p.place)
+        both = [r for r in rows if p.person2 in r.get("persons", [])]
+        a, b = self.name(p.person), self.name(p.person2)
+        if both:
+            last = both[-1]
+            ans = Answer(type="binary", binary="yes", confidence=0.8, waypoint=last.get("waypoint", ""),
+                         text=f"Yes, I saw {a} and {b} together (last at {self._hhmm(last['t'])}, "
+                              f"{(last.get('waypoint') or 'somewhere').replace('_', ' ')}).")
+            return self._evidence(ans, both)
+        ans = Answer(type="binary", binary="no", confidence=0.5,
+                     text=f"No, I did not see {a} and {b} together." if rows else f"No, I did not see {a}.")
+        return self._evidence(ans, rows)
+
+    # -- over days ----------------------------------------------------------------------------------
+    def absent_days(self, p: ParsedQuestion) -> Answer:
+        start, end = self.window(p, "week")
+        days = self.reader.active_days(start, end)
+        absent = [d for d in days if p.person not in {x["person"] for x in self.reader.persons_on(d, end)}]
+        if not days:
+            return Answer(status=STATUS_NO_ANSWER, text="I don't know: I recorded nothing in that time.",
+                          error="no observations in the window")
+        names = ", ".join(d.strftime("%A") for d in absent)
+        ans = Answer(type="days", days=[d.isoformat() for d in absent], confidence=0.6,
+                     text=f"I did not see {self.name(p.person)} on {names}." if absent
+                     else f"I saw {self.name(p.person)} on every day I was active.")
+        return ans
+
+    def first_time(self, p: ParsedQuestion) -> Answer:
+        start, end = self.window(p, "today")
+        persons, rows = self._persons_in(p, start, end)
+        new = [x for x in persons if not self.reader.person_sightings(x, 0.0, max(0.0, start - 1e-3), first_only=True)]
+        text = f"New: {', '.join(self.name(x) for x in new)}." if new else "I saw nobody for the first time."
+        return self._evidence(Answer(type="persons", persons=new, confidence=0.5, text=text), rows)
+
+    def _all_sightings(self, p: ParsedQuestion) -> list[dict]:
+        start, end = self.window(p, "ever")
+        return self.reader.person_sightings(p.person, start, end)
+
+    def habit_place(self, p: ParsedQuestion) -> Answer:
+        rows = [r for r in self._all_sightings(p) if r.get("waypoint") and room_kind(r["waypoint"]) not in NOT_WORKPLACES]
+        if not rows:
+            return self.not_seen(self.name(p.person), p)
+        days: dict[str, set] = {}
+        count: dict[str, int] = {}
+        for r in rows:
+            days.setdefault(r["waypoint"], set()).add(local_date(r["t"], self.tools.tz))
+            count[r["waypoint"]] = count.get(r["waypoint"], 0) + 1
+        place = min(days, key=lambda w: (-len(days[w]), -count[w], w))
+        ans = Answer(type="waypoint", waypoint=place, confidence=0.6,
+                     text=f"{self.name(p.person)} usually works in the {place.replace('_', ' ')} "
+                          f"(seen there on {len(days[place])} day(s)).")
+        return self._evidence(ans, [r for r in rows if r["waypoint"] == place])
+
+    def habit_time(self, p: ParsedQuestion) -> Answer:
+        lunch: dict[dt.date, dict] = {}
+        lo, hi = LUNCH_MINUTES
+        for r in self._all_sightings(p):
+            local = dt.datetime.fromtimestamp(r["t"], tz=self.tools.tz)
+            if (room_kind(r.get("waypoint", "")) in LUNCH_KINDS and lo <= local.hour * 60 + local.minute <= hi
+                    and local.date() not in lunch):
+                lunch[local.date()] = r
+        if not lunch:
+            return Answer(status=STATUS_NO_ANSWER, text=f"I don't know: I never saw {self.name(p.person)} at lunch.",
+                          error="no sighting in a lunch room at lunch time")
+        minutes = statistics.median(_minute_of_day(r["t"], self.tools.tz) for r in lunch.values())
+        last_day = max(lunch)
+        ans = Answer(type="time", confidence=0.5,
+                     text=f"{self.name(p.person)} usually has lunch around {int(minutes // 60):02d}:"
+                          f"{int(minutes % 60):02d} (seen at lunch on {len(lunch)} day(s)).")
+        ans.set_time(clock_time(last_day, int(minutes // 60), int(minutes % 60), self.tools.tz, second=(minutes * 60) % 60),
+                     self.tools.now, self.tools.tz)
+        return self._evidence(ans, list(lunch.values()))
+
+    def handler(self, intent: str) -> Optional[Callable[[ParsedQuestion], Answer]]:
+        return getattr(self, intent, None) if intent in PEOPLE_INTENTS else None
+
+
+def _minute_of_day(t: float, tz) -> float:
+    local = dt.datetime.fromtimestamp(t, tz=tz)
+    return local.hour * 60 + local.minute + local.second / 60.0
+
+
+PEOPLE_INTENTS = ("last_place", "where_now", "last_time", "departure", "first_seen", "arrival", "was_in",
+                  "duration", "who_in", "count", "who_first", "with_whom", "together", "absent_days",
+                  "first_time", "habit_place", "habit_time")

@@ -1,0 +1,168 @@
+"""Slots of a question matched against what the memory knows: people and places.
+
+People are matched against identity ids and the operator's display names (a display name's
+first word names its person when nobody else shares it); places against waypoint ids, their
+words ("manager_office" is "manager office"), a few common synonyms ("meeting room" for a
+conference room, "break room" for a kitchen) and a waypoint's distinctive word ("the studio"
+for "design_studio").  Spelling slips are forgiven with ``rapidfuzz`` (``FUZZY_MIN`` of 100 on
+phrases of at least ``FUZZY_MIN_CHARS`` characters, never on stop words): "Carrol" is Carol.
+
+``room_kind`` tells what a place is for from its words (lunch, meeting, passage): a usual
+workplace is never a shared room, lunch happens in lunch rooms.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from rapidfuzz import fuzz, process
+
+FUZZY_MIN = 86.0           # rapidfuzz ratio (0..100) for a slip of the pen
+FUZZY_MIN_CHARS = 5        # shorter names must be spelled right ("Ann" is not "and")
+MAX_WORDS = 3              # longest name / place phrase, in words
+
+STOP_WORDS = frozenset("""a an the is are was were be been being did do does have has had can could will would i you we
+he she it they me my your our their this that these those there here of in on at to for from with by about into near
+next last first ever any some what which who whom where when how long many much time times see seen saw look
+looking find found notice noticed spot spotted robot please tell show remember recall kept keep go went come came
+today yesterday morning afternoon evening night tonight ago minutes minute hours hour days day week ever
+currently now just recently earlier before after around approximately roughly during most least usually
+and or not no yes than then still again also only place room area located location
+people person persons someone somebody anyone anybody everyone everybody visitors visitor
+arrive arrived arrives arrival leave left leaves leaving enter entered exit exited stay stayed spend spent
+get got here there take bring lead guide drive navigate move head go goes went""".split())
+
+# phrase -> the words of the waypoint it stands for (used only when such a waypoint exists)
+ROOM_SYNONYMS: dict[str, str] = {
+    "meeting room": "conference room", "boardroom": "conference room", "board room": "conference room",
+    "break room": "kitchen", "breakroom": "kitchen", "cafeteria": "kitchen", "canteen": "kitchen",
+    "pantry": "kitchen", "kitchenette": "kitchen", "laboratory": "lab", "common room": "lounge",
+    "boss office": "manager office", "managers office": "manager office", "front desk": "reception",
+    "lobby": "reception", "entrance hall": "reception", "hallway": "corridor", "hall": "corridor",
+    "open plan office": "open office", "open space": "open office", "studio": "design studio",
+}
+# words that say what a room is for
+_ROOM_KINDS = {
+    "lunch": {"kitchen", "cafeteria", "canteen", "lounge", "pantry", "dining", "kitchenette", "break"},
+    "meeting": {"conference", "meeting", "huddle", "board", "boardroom"},
+    "passage": {"corridor", "hallway", "hall", "reception", "lobby", "entrance", "stairs", "elevator", "door"},
+}
+_GENERIC_WORDS = {"room", "office", "corridor", "area", "north", "south", "east", "west", "open", "main", "hall"}
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A slot found in the question: ``value`` is the identity or waypoint id."""
+    value: str
+    text: str              # as written in the question
+    start: int             # character span in the question
+    end: int
+    score: float           # 100: exact
+
+
+def words_of(text: str) -> str:
+    """Lower-case words joined by spaces, possessives and underscores undone ("Bob's" -> "bob")."""
+    return " ".join(w[:-2] if w.endswith("'s") else w for w in re.findall(r"[a-z0-9']+", text.lower().replace("_", " ")))
+
+
+def _tokens(question: str) -> list[tuple[str, int, int]]:
+    out = []
+    for m in re.finditer(r"[A-Za-z0-9][A-Za-z0-9'’-]*", question):
+        word = m.group(0).replace("’", "'")
+        end = m.end()
+        if word.lower().endswith("'s"):
+            word, end = word[:-2], end - 2
+        out.append((word.lower().strip("'-"), m.start(), end))
+    return out
+
+
+def _find(question: str, names: dict[str, str], fuzzy: bool = True) -> list[Mention]:
+    """Non-overlapping mentions of ``names`` (lower-case phrase -> id), longest and best first,
+    returned in question order."""
+    tokens = _tokens(question)
+    keys = list(names)
+    found: list[Mention] = []
+    taken: set[int] = set()
+    for n in range(MAX_WORDS, 0, -1):
+        candidates = []
+        for i in range(len(tokens) - n + 1):
+            span = tokens[i:i + n]
+            phrase = " ".join(t[0] for t in span)
+            if phrase in names:
+                candidates.append((100.0, i, phrase, names[phrase]))
+            elif (fuzzy and keys and len(phrase) >= FUZZY_MIN_CHARS
+                  and not any(t[0] in STOP_WORDS or t[0].isdigit() for t in span)):
+                best = process.extractOne(phrase, keys, scorer=fuzz.ratio, score_cutoff=FUZZY_MIN)
+                if best is not None:
+                    candidates.append((float(best[1]), i, phrase, names[best[0]]))
+        for score, i, phrase, value in sorted(candidates, key=lambda c: (-c[0], c[1])):
+            if any(j in taken for j in range(i, i + n)):
+                continue
+            taken.update(range(i, i + n))
+            found.append(Mention(value, question[tokens[i][1]:tokens[i + n - 1][2]], tokens[i][1],
+                                 tokens[i + n - 1][2], score))
+    return sorted(found, key=lambda m: m.start)
+
+
+def person_names(people: Iterable[dict]) -> dict[str, str]:
+    """Lower-case phrase -> identity id: ids, display names, and a display name's words that
+    name only one person and are no stop words."""
+    people = list(people)
+    names: dict[str, str] = {}
+    for p in people:
+        names[words_of(p["person"])] = p["person"]
+        names[p["person"].lower()] = p["person"]
+        if p.get("name"):
+            names[words_of(p["name"])] = p["person"]
+    owners: dict[str, set[str]] = {}
+    for p in people:
+        for word in words_of(p.get("name") or "").split():
+            owners.setdefault(word, set()).add(p["person"])
+    for word, ids in owners.items():
+        if len(ids) == 1 and word not in STOP_WORDS and word not in names:
+            names[word] = next(iter(ids))
+    return {k: v for k, v in names.items() if k}
+
+
+def place_names(waypoints: Iterable[str]) -> dict[str, str]:
+    """Lower-case phrase -> waypoint id: ids, their words, synonyms of those words, and a word
+    only one waypoint has that says what it is ("studio", "workshop")."""
+    waypoints = list(waypoints)
+    names: dict[str, str] = {}
+    for w in waypoints:
+        names[w.lower()] = w
+        names[words_of(w)] = w
+    for phrase, target in ROOM_SYNONYMS.items():
+        if target in names and phrase not in names:
+            names[phrase] = names[target]
+    owners: dict[str, set[str]] = {}
+    for w in waypoints:
+        for word in words_of(w).split():
+            owners.setdefault(word, set()).add(w)
+    for word, ids in owners.items():
+        if len(ids) == 1 and word not in _GENERIC_WORDS and word not in STOP_WORDS and not word.isdigit():
+            names.setdefault(word, next(iter(ids)))
+    return names
+
+
+def find_people(question: str, people: Iterable[dict]) -> list[Mention]:
+    return _find(question, person_names(people))
+
+
+def find_place(question: str, waypoints: Iterable[str], exclude: Iterable[Mention] = ()) -> Optional[Mention]:
+    """The first place named in the question outside the ``exclude`` spans (people found first)."""
+    blocked = [(m.start, m.end) for m in exclude]
+    for m in _find(question, place_names(waypoints)):
+        if not any(a < m.end and m.start < b for a, b in blocked):
+            return m
+    return None
+
+
+def room_kind(waypoint: str) -> str:
+    """"lunch", "meeting", "passage" or "" (a workplace or unknown), from the waypoint's words."""
+    words = set(words_of(waypoint).split())
+    for kind, markers in _ROOM_KINDS.items():
+        if words & markers:
+            return kind
+    return ""

@@ -1,0 +1,163 @@
+"""The rules planner on every question type people ask about people, on a fixture week kept in
+Europe/Zurich (the last day is the spring change, 23 hours long).  Questions are in our own
+(development) wording, never the benchmark's evaluation phrasings."""
+import datetime as dt
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from embodied_memory.agent.query_agent import AgentParams, QueryAgent
+from embodied_memory.agent.tools import StoreMemoryClient
+from embodied_memory.store import open_store
+
+from scripted_llm import ScriptedLLM, content, tool_call
+from store_fixtures import make_params, obs
+
+ZURICH = "Europe/Zurich"
+
+
+def at(day, hour, minute=0):
+    return dt.datetime(2026, 3, day, hour, minute, tzinfo=ZoneInfo(ZURICH)).timestamp()
+
+
+ASKED = at(29, 17)          # Sunday 2026-03-29 17:00 CEST
+ALICE, BOB, CAROL = "person_0001", "person_0002", "person_0003"
+WEEK = [
+    # Monday 23: Alice and Bob at work, lunch together, a meeting together
+    obs(1, at(23, 9), "desk", 0, 0, "open_office", [ALICE]),
+    obs(2, at(23, 9, 30), "desk", 0, 0, "open_office", [ALICE]),
+    obs(3, at(23, 9, 40), "desk", 1, 0, "open_office", [BOB]),
+    obs(4, at(23, 12, 10), "lunch", 5, 0, "kitchen", [ALICE, BOB]),
+    obs(5, at(23, 14), "meeting", 9, 0, "conference_room", [ALICE, BOB]),
+    # Tuesday 24: Alice only
+    obs(6, at(24, 10), "bench", 12, 0, "lab", [ALICE]),
+    obs(7, at(24, 12, 20), "lunch", 5, 0, "kitchen", [ALICE]),
+    # Thursday 26: the robot patrolled, nobody there
+    obs(8, at(26, 10), "empty corridor", 3, 3, "north_corridor_1"),
+    # Sunday 29 (today, 23 h): Carol is new
+    obs(9, at(29, 8, 50), "desk", 0, 0, "open_office", [ALICE]),
+    obs(10, at(29, 9, 10), "desk", 0, 0, "open_office", [ALICE]),
+    obs(11, at(29, 10), "meeting", 9, 0, "conference_room", [BOB, CAROL]),
+    obs(12, at(29, 10, 20), "meeting", 9, 0, "conference_room", [BOB, CAROL]),
+    obs(13, at(29, 12, 5), "lunch", 5, 0, "kitchen", [ALICE, CAROL]),
+    obs(14, at(29, 15), "desk", 0, 0, "open_office", [ALICE]),
+    obs(15, at(29, 16, 30), "walking", 3, 3, "north_corridor_1", [BOB]),
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    s = open_store(make_params(tmp_path_factory.mktemp("people_week"), "sqlite_faiss", timezone=ZURICH))
+    s.insert(WEEK)
+    for identity, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol Smith")):
+        s.name_identity(identity, name)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def agent(store):
+    return QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules", timezone=ZURICH))
+
+
+def ask(agent, question):
+    ans = agent.ask(question, as_of=ASKED)
+    assert ans.planner == "rules", ans
+    return ans
+
+
+def local(t):
+    return dt.datetime.fromtimestamp(t, tz=ZoneInfo(ZURICH)).strftime("%a %H:%M")
+
+
+@pytest.mark.parametrize("question, waypoint, when", [
+    ("Where did you spot Bob most recently?", "north_corridor_1", "Sun 16:30"),
+    ("Which room is Alice in at the moment?", "open_office", "Sun 15:00"),
+    ("Where did you see Alice on Tuesday?", "kitchen", "Tue 12:20"),
+])
+def test_last_sighting_place(agent, question, waypoint, when):
+    ans = ask(agent, question)
+    assert ans.status == "ok" and ans.waypoint == waypoint and local(ans.time) == when and ans.evidence
+
+
+@pytest.mark.parametrize("question, when", [
+    ("What time did Bob get in today?", "Sun 10:00"),
+    ("When did Bob turn up on Monday?", "Mon 09:40"),
+    ("When did Alice head home on Tuesday?", "Tue 12:20"),
+    ("When did you see Carol for the last time today?", "Sun 12:05"),
+    ("When did you first lay eyes on Carol?", "Sun 10:00"),
+    ("When did you first see Alice?", "Mon 09:00"),
+])
+def test_times_of_first_and_last_sightings(agent, question, when):
+    ans = ask(agent, question)
+    assert ans.status == "ok" and ans.type == "time" and local(ans.time) == when, ans
+    assert ans.evidence
+
+
+def test_presence_and_duration(agent):
+    yes = ask(agent, "Did you notice Carol in the break room today?")          # break room: the kitchen
+    assert yes.binary == "yes" and yes.evidence == ["o13"]
+    no = ask(agent, "Did Bob drop by the kitchen today?")
+    assert no.binary == "no" and no.status == "ok"
+    ans = ask(agent, "How long did Bob stay in the meeting room today?")
+    assert ans.duration_minutes == 20.0 and ans.evidence == ["o11", "o12"]
+
+
+def test_who_and_how_many(agent):
+    who = ask(agent, "Who did you see in the conference room today?")
+    assert set(who.persons) == {BOB, CAROL} and "Carol Smith" in who.text
+    count = ask(agent, "How many different people did you see today?")
+    assert count.type == "count" and count.count == 3
+    kitchen = ask(agent, "How many people went to the kitchen on Monday?")
+    assert kitchen.count == 2
+    new = ask(agent, "Who did you meet for the first time today?")
+    assert new.persons == [CAROL]
+
+
+def test_two_people(agent):
+    first = ask(agent, "Who got in first today: Alice or Bob?")
+    assert first.persons[0] == ALICE and "Alice came first" in first.text
+    monday = ask(agent, "Between Bob and Alice, who arrived first on Monday?")
+    assert monday.persons[0] == ALICE
+    company = ask(agent, "Who was Carol with today?")
+    assert set(company.persons) == {ALICE, BOB}
+    assert ask(agent, "Were Alice and Bob together on Monday?").binary == "yes"
+    assert ask(agent, "Did you see Alice with Bob today?").binary == "no"
+
+
+def test_days_and_habits(agent):
+    absent = ask(agent, "On which days this week did you not see Bob?")
+    assert absent.type == "days" and absent.days == ["2026-03-24", "2026-03-26"]   # Wednesday: robot off
+    place = ask(agent, "Where does Alice usually sit?")
+    assert place.waypoint == "open_office"                 # 2 days; the kitchen is no workplace
+    lunch = ask(agent, "What time does Alice usually take lunch?")
+    assert lunch.type == "time" and local(lunch.time).endswith("12:10")   # median of 12:10, 12:20, 12:05
+
+
+@pytest.mark.parametrize("question, says", [
+    ("When did Carol arrive on Monday?", "I have not seen Carol Smith on monday."),
+    ("How long was Carol in the lab today?", "I have not seen Carol Smith in the lab today."),
+    ("Where did you last see Zoe?", "I don't know who Zoe is."),
+])
+def test_no_evidence_is_said_not_guessed(agent, question, says):
+    ans = ask(agent, question)
+    assert ans.status == "no_answer" and ans.text == says
+    assert ans.time is None and ans.duration_minutes is None and ans.waypoint == ""
+
+
+def test_a_question_like_no_example_is_not_understood_and_goes_to_the_llm_when_there_is_one(store):
+    question = "Alice purple trombone elephant sideways?"
+    rules = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules", timezone=ZURICH))
+    ans = rules.ask(question, as_of=ASKED)
+    assert ans.status == "no_answer" and "not sure what you mean" in ans.text and "not understood" in ans.error
+    script = [tool_call("person_observations", {"person": "Alice", "start": "2026-03-29T00:00:00"}),
+              content('{"type": "text", "text": "Alice was at her desk.", "evidence": ["o14"]}')]
+    with ScriptedLLM(script) as llm:
+        both = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules", timezone=ZURICH,
+                                                                llm_base_url=llm.base_url, llm_model="m"))
+        ans = both.ask(question, as_of=ASKED)
+        assert ans.planner == "llm (rules did not understand)" and ans.text == "Alice was at her desk."
+        assert len(llm.requests) == 2
+        # a question the rules planner understands never reaches the endpoint
+        assert both.ask("Where did you spot Bob most recently?", as_of=ASKED).planner == "rules"
+        assert len(llm.requests) == 2
