@@ -9,6 +9,8 @@ attached to the final call (``llm.images``: longest side <= 768 px, JPEG quality
 Every model call is bounded by the question's deadline (``ToolBox.deadline``): past it the
 planner raises ``OutOfTime``; a model that never gives a usable answer (nothing, only tool
 calls past the limit, an answer object whose every field is impossible) raises ``BadResponse``.
+An answer of type "none" (``prompts.DECLINE_TYPE``: "I have not seen X that day") is a
+no-answer with the model's text and no value, not a failure.
 The query agent answers both with the rules planner.  A cancelled question (an AskAndAct goal)
 raises ``Cancelled`` before the next model or tool call; it gets no fallback.
 """
@@ -22,8 +24,9 @@ from typing import Optional
 from ..llm.chat_client import (BadResponse, ChatClient, ChatResult, ContextLengthExceeded, EndpointUnavailable,
                                ToolCall)
 from ..llm.images import image_data_url
-from .answer import STATUS_NO_ANSWER, Answer, answer_from_model, extract_json_objects, no_answer
-from .prompts import FINAL_IMAGES, FINAL_NOW, RULES_HEADER, SYSTEM
+from .answer import (MAX_TEXT_CHARS, STATUS_NO_ANSWER, Answer, answer_from_model, clean_text, extract_json_objects,
+                     no_answer)
+from .prompts import DECLINE_TYPE, FINAL_IMAGES, FINAL_NOW, RULES_HEADER, SYSTEM, recent_days
 from .tools import OutOfTime, ToolBox, ToolCallRecord, result_text
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,13 @@ def content_tool_calls(content: str, tool_names: list[str]) -> list[ToolCall]:
     return calls
 
 
+def declined(obj: dict, planner: str) -> Answer:
+    """The model's "the memory has no answer" (type "none"): a no-answer with its text and no
+    value, whatever other keys it wrote."""
+    text = clean_text(obj.get("text") or "", MAX_TEXT_CHARS).strip() or "I don't know."
+    return Answer(status=STATUS_NO_ANSWER, text=text, planner=planner, error="the memory has no answer (the model)")
+
+
 class LLMPlanner:
     name = "llm"
 
@@ -73,7 +83,8 @@ class LLMPlanner:
                                                f"{r.get('action', '')}" for r in rules if isinstance(r, dict))
                       ) if rules else ""
         messages: list[dict] = [
-            {"role": "system", "content": SYSTEM.format(now=now_iso, tz=tz_name, limit=self.limit, rules=rules_text)},
+            {"role": "system", "content": SYSTEM.format(now=now_iso, tz=tz_name, week=recent_days(tools.now, tools.tz),
+                                                        limit=self.limit, rules=rules_text)},
             {"role": "user", "content": question}]
         specs = [s for s in tools.specs() if self.tool_names is None or s["function"]["name"] in self.tool_names]
         offered = [s["function"]["name"] for s in specs]
@@ -127,7 +138,9 @@ class LLMPlanner:
             return ans
         objects = [o for o in extract_json_objects(result.content) if isinstance(o, dict)]
         answers = [o for o in objects if not ({"name", "arguments"} <= set(o))]
-        if answers:
+        if answers and str(answers[-1].get("type", "")).strip().lower() == DECLINE_TYPE:
+            ans = declined(answers[-1], self.name)
+        elif answers:
             ans = answer_from_model(answers[-1], tools.now, tools.tz, self.name)
             if ans.status == STATUS_NO_ANSWER:  # nothing usable in it (every field impossible or absent)
                 raise BadResponse("the model's answer has no usable field" + (f" ({ans.error})" if ans.error else ""))

@@ -178,7 +178,7 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
     for i, tok in enumerate(tokens):
         word = re.sub(r"'s$", "", tok.group(0))
         gap = question[tokens[i - 1].end():tok.start()] if i else ""
-        capitalised = i > 0 and not re.search(r"[.!?:;]", gap) and re.fullmatch(r"[A-Z][a-z]+", word) is not None
+        capitalised = i > 0 and not re.search(r"[.!?;]", gap) and re.fullmatch(r"[A-Z][a-z]+", word) is not None
         if not capitalised:
             continue
         if run_end == i - 1 and gap.strip() == "" and not tokens[i - 1].group(0).endswith("'s"):

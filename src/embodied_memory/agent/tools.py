@@ -7,6 +7,14 @@ the current state, and navigate-to-waypoint when the question may move the robot
 the memory as of the question time only (``now``): nothing later leaks into an answer.
 Results are compact (ids, times, positions, short descriptions) to keep tokens low.
 
+Times are local to the robot's zone (``tz``) both ways: arguments without an offset are read
+in it (``parse_time``; ``date`` is a whole local day, 23 or 25 h on a DST change, and a bare
+date as ``end`` is the end of that day), and result times are rendered in it from the UNIX
+times, whatever zone the store renders in.  History tools return at most ``HISTORY_ROWS`` rows;
+with ``summary`` they page through the whole window instead (``SUMMARY_PAGES`` store calls
+at most) and return totals: a person's days, places (sightings, days, visits = runs at one
+place with gaps <= ``VISIT_GAP_S``, minutes) and companions; a place's persons.
+
 ``QuestionHooks`` also carry a progress callback (called before every tool call: action
 feedback) and a cancel check (true: no further tool or model call; ``Cancelled`` is raised).
 Time spent driving does not count against the question's deadline: it is planning time that
@@ -17,12 +25,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 from zoneinfo import ZoneInfo
 
+from ..calendar_windows import day_window, local_date
 from .answer import parse_time
+from .visits import VISIT_GAP_S
 
 log = logging.getLogger(__name__)
 
@@ -72,17 +84,29 @@ class QuestionHooks:
     cancelled: Optional[Callable[[], bool]] = None  # true: stop (raise Cancelled) before the next call
 
 
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def _string(desc: str) -> dict:
     return {"type": "string", "description": desc}
 
 
-TIME_HELP = "ISO 8601 time (e.g. 2026-03-10T14:30:00) or HH:MM today"
+TIME_HELP = "local ISO 8601 time (e.g. 2026-03-10T14:30:00) or HH:MM today"
+DATE_HELP = "a whole local day, YYYY-MM-DD (instead of start and end)"
 HISTORY_ROWS = 30          # rows of person / waypoint history per call
+SUMMARY_PAGE = 1000        # rows per store call of a summary (the store's largest limit)
+SUMMARY_PAGES = 10         # store calls per summary at most (then it says "truncated")
+MAX_DATES = 8              # persons_per_day: dates per call
+VISITS_PER_DAY = 6         # a summary's visits per place and day (the first ones; "+N" more)
+RESULT_CHARS = 6000        # a tool result as the model reads it (longer is cut)
+SUMMARY_CHARS = RESULT_CHARS - 500
 ORDERS = ("newest", "oldest")
 ORDER_SPEC = {"type": "string", "enum": list(ORDERS),
-              "description": "'newest' (default): the most recent rows in the window, newest first; "
-                             "'oldest': the earliest rows in the window, oldest first (e.g. 'when did X "
-                             "arrive', 'first seen')"}
+              "description": "'newest' (default): the latest rows of the window, newest first; 'oldest': the "
+                             "earliest, oldest first (arrived, first seen)"}
+_WINDOW = {"start": _string(f"window start, optional; {TIME_HELP}"),
+           "end": _string(f"window end, optional; {TIME_HELP}"),
+           "date": _string(DATE_HELP), "order": ORDER_SPEC}
 
 SPECS: dict[str, dict] = {
     "semantic_observations": {
@@ -96,25 +120,27 @@ SPECS: dict[str, dict] = {
             "required": ["query"]}},
     "waypoint_observations": {
         "description": f"What was observed at a waypoint (place) in a time window: at most {HISTORY_ROWS} "
-                       "observations, by default the most recent ones, newest first.",
+                       "observations (see order); with summary, everyone seen there in the whole window.",
         "parameters": {"type": "object", "properties": {
-            "waypoint": _string("waypoint id, e.g. 'kitchen'"),
-            "start": _string(f"window start, optional; {TIME_HELP}"),
-            "end": _string(f"window end, optional; {TIME_HELP}"),
-            "order": ORDER_SPEC}, "required": ["waypoint"]}},
+            "waypoint": _string("waypoint id, e.g. 'kitchen'"), **_WINDOW,
+            "summary": {"type": "boolean", "description": "true: who was seen there (first, last sighting)"}},
+            "required": ["waypoint"]}},
     "person_observations": {
-        "description": f"Sightings of one person in a time window: at most {HISTORY_ROWS} sightings, by default "
-                       "the most recent ones, newest first ('when did you last see X').",
+        "description": f"Sightings of one person in a time window: at most {HISTORY_ROWS} (see order); with "
+                       "summary, totals of the whole window.",
         "parameters": {"type": "object", "properties": {
-            "person": _string("person id or name"),
-            "start": _string(f"window start, optional; {TIME_HELP}"),
-            "end": _string(f"window end, optional; {TIME_HELP}"),
-            "order": ORDER_SPEC}, "required": ["person"]}},
+            "person": _string("person id or name"), **_WINDOW,
+            "summary": {"type": "boolean", "description": "true: days seen; per place sightings, days, visits, "
+                                                          "minutes; who was seen with them"}},
+            "required": ["person"]}},
     "persons_per_day": {
-        "description": "Everyone seen on a day, with first and last sighting.",
-        "parameters": {"type": "object", "properties": {"date": _string("YYYY-MM-DD")}, "required": ["date"]}},
+        "description": "Everyone seen on a local day, with first and last sighting; first_time: never seen "
+                       "before that day.",
+        "parameters": {"type": "object", "properties": {"date": {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+            "description": f"YYYY-MM-DD, or a list of up to {MAX_DATES} dates"}}, "required": ["date"]}},
     "daily_summary": {
-        "description": "Summary of one person's day: where and when they were seen.",
+        "description": "Summary of one person's local day: where and when they were seen.",
         "parameters": {"type": "object", "properties": {
             "date": _string("YYYY-MM-DD"), "person": _string("person id or name")}, "required": ["date", "person"]}},
     "retrieve_from_text": {
@@ -203,12 +229,25 @@ class ToolBox:
         return [s["function"]["name"] for s in self.specs()]
 
     def _time(self, args: dict, key: str) -> Optional[float]:
-        if args.get(key) in (None, ""):
+        """A time argument in the robot's zone; a bare date as ``end`` is the end of that day."""
+        value = args.get(key)
+        if value in (None, ""):
             return None
-        t = parse_time(args[key], self.now, self.tz)
+        if key == "end" and isinstance(value, str) and _DATE.fullmatch(value.strip()):
+            return self._day(value.strip())[1]
+        t = parse_time(value, self.now, self.tz)
         if t is None:
-            raise ToolError(f"{key}: {args[key]!r} is not a time ({TIME_HELP})")
+            raise ToolError(f"{key}: {value!r} is not a time ({TIME_HELP})")
         return t
+
+    def _day(self, date: Any) -> tuple[float, float]:
+        """[midnight, the instant before the next midnight] of a local day (23 or 25 h on a DST change)."""
+        m = _DATE.match(str(date).strip())   # "2026-03-29T00:00:00" as a date: that day
+        try:
+            start, end = day_window(dt.date.fromisoformat(m.group(0) if m else str(date)), self.tz)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ToolError(f"date: {date!r} is not a YYYY-MM-DD date") from exc
+        return start, math.nextafter(end, -math.inf)
 
     @staticmethod
     def _order(args: dict) -> str:
@@ -218,14 +257,29 @@ class ToolBox:
         return order
 
     def _window(self, args: dict) -> tuple[float, float]:
-        start = self._time(args, "start") or 0.0
-        end = min(self._time(args, "end") or self.now, self.now)  # never beyond the question time
-        return start, end
+        """The window of a history call: ``date`` (a whole local day) or ``start`` / ``end``."""
+        if args.get("date") not in (None, ""):
+            start, end = self._day(args["date"])
+        else:
+            start, end = self._time(args, "start") or 0.0, self._time(args, "end") or self.now
+        return start, min(end, self.now)  # never beyond the question time
+
+    def _iso(self, t: float) -> str:
+        return parse_iso(t, self.tz)
+
+    def _local(self, iso: Any) -> Any:
+        """A store time (ISO with offset, in the store's zone) in the robot's zone."""
+        try:
+            return dt.datetime.fromisoformat(iso).astimezone(self.tz).isoformat(timespec="seconds")
+        except (TypeError, ValueError):
+            return iso
 
     def _compact(self, records: list[dict]) -> list[dict]:
         out = []
         for r in records:
             item = {k: v for k, v in r.items() if k not in ("t", "episode", "yaw")}
+            if isinstance(r.get("t"), (int, float)):
+                item["time"] = self._iso(r["t"])   # the robot's zone, whatever the store's
             if len(item.get("description", "")) > DESCRIPTION_CHARS:
                 item["description"] = item["description"][:DESCRIPTION_CHARS] + "..."
             if not item.get("persons"):
@@ -234,9 +288,114 @@ class ToolBox:
                 item.pop("waypoint", None)
             item.pop("image_path", None)
             out.append(item)
-            if "id" in r and r["id"] not in self.evidence:
-                self.evidence.append(r["id"])
+            self._cite(r)
         return out
+
+    def _cite(self, record: dict) -> None:
+        if "id" in record and record["id"] not in self.evidence:
+            self.evidence.append(record["id"])
+
+    def _history(self, tool: str, key: str, a: dict) -> Any:
+        """person / waypoint observations: rows, or with ``summary`` the whole window summarised."""
+        start, end = self._window(a)
+        subject = str(a.get(key, ""))
+        arg = "person" if tool == "person_observations" else "waypoint_id"
+        if str(a.get("summary", "")).strip().lower() not in ("true", "1", "yes"):   # true, "true", 1
+            return self._compact(self.memory.call(tool, {arg: subject, "t_start": start, "t_end": end,
+                                                         "limit": HISTORY_ROWS, "order": self._order(a)}))
+        rows, truncated = history_rows(self.memory.call, tool, {arg: subject}, start, end)
+        for r in rows[:1] + rows[-1:]:
+            self._cite(r)
+        out = (self._person_summary(subject, rows) if tool == "person_observations"
+               else self._place_summary(subject, rows))
+        return {**out, "window": [self._iso(start), self._iso(end)], **({"truncated": True} if truncated else {})}
+
+    def _person_summary(self, person: str, rows: list[dict]) -> dict:
+        """Days seen; per place sightings, days, visits (a run of sightings there, gaps <= 30 min)
+        and their minutes; who was in the same observations (first co-sighting each)."""
+        me = self._identity(person, rows)
+        places: dict[str, dict] = {}
+        run: Optional[list] = None           # [place, day, first row, last row]
+        runs: list[list] = []
+        for r in rows:
+            place, day = r.get("waypoint") or "unknown", local_date(r["t"], self.tz).isoformat()
+            if run and run[0] == place and run[1] == day and r["t"] - run[3]["t"] <= VISIT_GAP_S:
+                run[3] = r
+            else:
+                run = [place, day, r, r]
+                runs.append(run)
+            p = places.setdefault(place, {"waypoint": place, "sightings": 0, "days": set(), "minutes": 0.0,
+                                          "visits": {}})
+            p["sightings"] += 1
+            p["days"].add(day)
+        for place, day, first, last in runs:
+            p = places[place]
+            p["minutes"] += (last["t"] - first["t"]) / 60.0
+            p["visits"].setdefault(day, []).append(f"{self._iso(first['t'])[11:16]}-{self._iso(last['t'])[11:16]}")
+        for p in places.values():   # the first visits of each day (lunch: the first in a lunch room)
+            p["visits"] = {d: " ".join(v[:VISITS_PER_DAY]) + (f" +{len(v) - VISITS_PER_DAY}" if len(v) > VISITS_PER_DAY
+                                                              else "") for d, v in p["visits"].items()}
+        companions: dict[str, dict] = {}
+        for r in rows:
+            for other in r.get("persons") or []:
+                if other == me:
+                    continue
+                c = companions.setdefault(other, {"person": other, "sightings": 0, "first_seen": self._iso(r["t"]),
+                                                  "waypoint": r.get("waypoint") or "unknown"})
+                c["sightings"] += 1
+                if c["sightings"] == 1:
+                    self._cite(r)
+        out = {"person": me or person, "sightings": len(rows),
+               **({"first_seen": self._iso(rows[0]["t"]), "last_seen": self._iso(rows[-1]["t"])} if rows else {}),
+               "days": sorted({local_date(r["t"], self.tz).isoformat() for r in rows}),
+               "places": [{**p, "days": len(p["days"]), "minutes": round(p["minutes"], 1)}
+                          for p in sorted(places.values(), key=lambda p: -p["sightings"])],
+               "seen_with": list(companions.values())}
+        for p in reversed(out["places"]):   # too long for one result: the least seen places lose their visits
+            if len(result_text(out, SUMMARY_CHARS + 1)) <= SUMMARY_CHARS:
+                break
+            p.pop("visits")
+        return out
+
+    def _identity(self, person: str, rows: list[dict]) -> str:
+        """The identity id of the person whose sightings ``rows`` are ('' if it cannot tell)."""
+        if any(person in (r.get("persons") or []) for r in rows) or not rows:
+            return person
+        try:
+            for p in self.memory.call("people", {"before": self.now}):
+                if str(p.get("name", "")).lower() == person.strip().lower():
+                    return p["person"]
+        except Exception as exc:  # noqa: BLE001 - then the ids every sighting shows
+            log.debug("people: %s", exc)
+        common = set.intersection(*(set(r.get("persons") or []) for r in rows))
+        return next(iter(common)) if len(common) == 1 else ""
+
+    def _place_summary(self, waypoint: str, rows: list[dict]) -> dict:
+        """Everyone seen at a place in the window, by first sighting (the robot was there in [first, last])."""
+        persons: dict[str, dict] = {}
+        for r in rows:
+            for p in r.get("persons") or []:
+                e = persons.setdefault(p, {"person": p, "sightings": 0, "first_seen": self._iso(r["t"])})
+                e["sightings"] += 1
+                e["last_seen"] = self._iso(r["t"])
+        return {"waypoint": waypoint, "observations": len(rows),
+                **({"first": self._iso(rows[0]["t"]), "last": self._iso(rows[-1]["t"])} if rows else {}),
+                "persons": list(persons.values())}
+
+    def _persons_on(self, date: str) -> list[dict]:
+        """persons_per_day in the robot's zone, ``first_time`` for those never seen before that day."""
+        rows = list(self.memory.call("persons_per_day", {"date": date, "before": self.now}))
+        earlier: set = set()
+        if rows:
+            midnight = self._day(date)[0]
+            earlier = {p["person"] for p in self.memory.call("people", {"before": math.nextafter(midnight, -1.0)})}
+        for r in rows:
+            for key in ("first_seen", "last_seen"):
+                if key in r:
+                    r[key] = self._local(r[key])
+            if r["person"] not in earlier:
+                r["first_time"] = True
+        return rows
 
     def run(self, name: str, arguments: Any) -> Any:
         """Execute one call; errors come back as {"error": ...} for the model to read.
@@ -266,17 +425,16 @@ class ToolBox:
                 "query": str(a.get("query", "")), "person": a.get("person") or None, "before": before,
                 "n": n, "now": self.now}))
         if name == "waypoint_observations":
-            start, end = self._window(a)
-            return self._compact(m.call("waypoint_observations", {
-                "waypoint_id": str(a.get("waypoint", "")), "t_start": start, "t_end": end, "limit": HISTORY_ROWS,
-                "order": self._order(a)}))
+            return self._history(name, "waypoint", a)
         if name == "person_observations":
-            start, end = self._window(a)
-            return self._compact(m.call("person_observations", {
-                "person": str(a.get("person", "")), "t_start": start, "t_end": end, "limit": HISTORY_ROWS,
-                "order": self._order(a)}))
+            return self._history(name, "person", a)
         if name == "persons_per_day":
-            return list(m.call("persons_per_day", {"date": str(a.get("date", "")), "before": self.now}))
+            dates = a.get("date")
+            if isinstance(dates, list):
+                if not 1 <= len(dates) <= MAX_DATES:
+                    raise ToolError(f"date: give 1 to {MAX_DATES} dates, not {len(dates)}")
+                return {str(d): self._persons_on(str(d)) for d in dates}
+            return self._persons_on(str(dates or ""))
         if name == "daily_summary":
             return m.call("daily_summary", {"date": str(a.get("date", "")), "person": str(a.get("person", "")),
                                             "before": self.now})
@@ -308,7 +466,8 @@ class ToolBox:
                     "robot_position": latest["position"] if latest else None,
                     "robot_waypoint": (latest or {}).get("waypoint", ""),
                     "waypoints": [w["waypoint"] for w in m.call("waypoints", {"before": self.now})],
-                    "people": m.call("people", {"before": self.now})}
+                    "people": [{**p, **({"last_seen": self._local(p["last_seen"])} if "last_seen" in p else {})}
+                               for p in m.call("people", {"before": self.now})]}
         if name == NAVIGATE:
             if self.navigate is None:
                 raise ToolError(self.hooks.no_navigate or f"unknown tool {name!r}; tools: {', '.join(self.names)}")
@@ -321,10 +480,27 @@ class ToolBox:
         raise ToolError(f"unknown tool {name!r}; tools: {', '.join(self.names)}")
 
 
+def history_rows(call: Callable[[str, dict], Any], tool: str, args: dict, start: float, end: float,
+                 pages: Optional[int] = None) -> tuple[list[dict], bool]:
+    """Every row of a history tool (person / waypoint observations) in [start, end], oldest
+    first, read in pages of SUMMARY_PAGE; True if ``pages`` (default SUMMARY_PAGES) were not enough."""
+    rows: list[dict] = []
+    seen: set = set()
+    for _ in range(SUMMARY_PAGES if pages is None else pages):
+        page = call(tool, {**args, "t_start": start, "t_end": end, "limit": SUMMARY_PAGE, "order": "oldest"})
+        new = [r for r in page if r.get("id") not in seen]
+        seen.update(r.get("id") for r in new)
+        rows += new
+        if len(page) < SUMMARY_PAGE or not new:
+            return rows, False
+        start = max(start, page[-1]["t"] - 1e-3)   # times come rounded to ms: overlap, then dedupe
+    return rows, True
+
+
 def parse_iso(t: float, tz: ZoneInfo) -> str:
     return dt.datetime.fromtimestamp(t, tz=tz).isoformat(timespec="seconds")
 
 
-def result_text(result: Any, max_chars: int = 6000) -> str:
+def result_text(result: Any, max_chars: int = RESULT_CHARS) -> str:
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= max_chars else text[:max_chars] + '..."(truncated)"'

@@ -30,8 +30,8 @@ def add_eval_arguments(p) -> None:
                         "also llm_limit5, llm_limit15 (function-call limits), llm_remembr_tools (ReMEmbR's three "
                         "tools); with --questions the first one answers")
     p.add_argument("--variants", default="psfr,uniform,psfr_no_people",
-                   help="memory variants to ingest: psfr, uniform, psfr_no_people, psfr_no_reid, psfr_gt_objects "
-                        "(labelled ground-truth describer ablation)")
+                   help="memory variants to ingest: psfr, uniform, psfr_no_people, psfr_no_reid, "
+                        "psfr_gt_objects, psfr_gt_people (labelled ablations: the simulator's objects / people)")
     p.add_argument("--objects", action="store_true",
                    help="also ask about small objects (offline only psfr_gt_objects can name them)")
     p.add_argument("--path", default="library", choices=["library", "nodes"],

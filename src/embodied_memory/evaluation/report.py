@@ -121,7 +121,9 @@ def write_report(out_dir: Path, results, questions, timings: dict, config: dict,
              "", THRESHOLDS,
              "Offline there is no judge model and no VLM: descriptions come from the detectors; "
              "`psfr_gt_objects` is a LABELLED ABLATION whose descriptions add the simulator's ground truth of the "
-             "objects in view (what a VLM describer would add). Text questions: LLM-Match (mark >= 4/5) with an "
+             "objects in view (what a VLM describer would add); `psfr_gt_people` is a LABELLED ABLATION whose people "
+             "come from the simulator (who is in view, named), not from perception: the planner on a perfect people "
+             "memory. Text questions: LLM-Match (mark >= 4/5) with an "
              "endpoint, else keyword match (>= half of the objects named).", "",
              "## Accuracy per type (HUMEMBR thresholds)", "", *_run_table(results, categories), "",
              "## Per type: strict accuracy, errors, precision / recall", ""]

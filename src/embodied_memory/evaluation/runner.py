@@ -26,7 +26,7 @@ from typing import Optional
 
 from ..ingest.selection import SelectionParams
 from ..sim import scoring
-from ..sim.naming import MAX_IMAGES as OPERATOR_IMAGES, MIN_SIGHTINGS as OPERATOR_MIN_SIGHTINGS
+from ..sim.naming import MAX_IMAGES as OPERATOR_IMAGES, MIN_SIGHTINGS as OPERATOR_MIN_SIGHTINGS, NamingReport
 from .llm_match import JUDGE_CORRECT_MARK, JudgeError, llm_match, llm_match_accuracy
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,9 @@ MEMORY_VARIANTS = {
     # labelled ablation: the simulator's ground truth of visible objects appended to each
     # description (what a VLM describer would add); never used by the default pipeline or the demo
     "psfr_gt_objects": {"selection": "psfr", "people": True, "gt_objects": True},
+    # labelled ablation: people perception replaced by the simulator's ground truth of who is in
+    # view (named identities): the planner's accuracy on a perfect people memory
+    "psfr_gt_people": {"selection": "psfr", "people": False, "gt_people": True},
 }
 ANSWER_FIELDS = ("type", "binary", "position", "time_iso", "duration_minutes", "persons", "waypoint", "error")
 MEMORY_MARKER = "eval_memory.json"     # written into a variant's memory once it is ingested and named
@@ -113,6 +116,34 @@ def ground_truth_objects(truth):
     return annotate
 
 
+def ground_truth_people(truth):
+    """Annotator for the labelled ablation: everyone in view at the observation's time, as an
+    identity named after them (no detector, face or re-ID involved)."""
+    import bisect
+    from ..types import PersonSighting
+    times = [f["t"] for f in truth.frames]
+
+    def annotate(obs) -> None:
+        i = bisect.bisect_left(times, obs.stamp)
+        near = [j for j in (i - 1, i) if 0 <= j < len(times) and abs(times[j] - obs.stamp) < 0.6]
+        if near:
+            frame = truth.frames[min(near, key=lambda j: abs(times[j] - obs.stamp))]
+            obs.people = [PersonSighting((0.0, 0.0, 1.0, 1.0), name, 1.0, 1.0) for name in sorted(frame["visible"])]
+    return annotate
+
+
+def _annotator(truth, variant: dict):
+    steps = ([ground_truth_objects(truth)] if variant.get("gt_objects") else []) + \
+            ([ground_truth_people(truth)] if variant.get("gt_people") else [])
+    if not steps:
+        return None
+
+    def annotate(obs) -> None:
+        for step in steps:
+            step(obs)
+    return annotate
+
+
 def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     """A fresh memory for the variant (a rerun into the same directory starts over)."""
     from ..ingest.offline import ingest_bag
@@ -128,7 +159,7 @@ def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     if not variant.get("reid", True):
         people["reid"] = "none"
     perception = Perception(PerceptionParams(data_dir=str(data), **people))
-    annotate = ground_truth_objects(truth) if variant.get("gt_objects") else None
+    annotate = _annotator(truth, variant)
     report = ingest_bag(str(bag), store, perception, progress=progress, annotate=annotate,
                         selection=replace(SELECTION, policy=variant["selection"]))
     perception.close()
@@ -340,8 +371,14 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
             names_of = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
         else:
             clustering = identity_metrics(query, truth) if people else {}     # what clustering alone did
-            naming_report = _name(query, lambda ident, display: store.name_identity(ident, display), truth,
-                                  naming, data)
+            if MEMORY_VARIANTS[variant].get("gt_people"):   # the ablation's identities are the true names
+                naming_report = NamingReport("ground truth (labelled ablation)")
+                for p in store.people():
+                    store.name_identity(p["person"], p["person"].capitalize())
+                    naming_report.named[p["person"]] = p["person"]
+            else:
+                naming_report = _name(query, lambda ident, display: store.name_identity(ident, display), truth,
+                                      naming, data)
             names_of = naming_report.named
             kept = {**wanted, "keyframes": report.keyframes, "stage_s": report.stage_s,
                     "identity": {"clustering": clustering, "after_naming": identity_metrics(query, truth),
