@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from embodied_memory.agent import history_pages
 from embodied_memory.agent import tools as tools_module
 from embodied_memory.agent.prompts import SYSTEM
 from embodied_memory.agent.query_agent import AgentParams, QueryAgent
@@ -335,7 +336,7 @@ def test_result_times_are_in_the_robots_zone_whatever_the_store_renders(tmp_path
 
 
 def test_a_summary_pages_through_the_whole_window(store, monkeypatch):
-    monkeypatch.setattr(tools_module, "SUMMARY_PAGE", 5)   # 5 + 9 * 4 new rows in 10 pages
+    monkeypatch.setattr(history_pages, "PAGE", 5)   # 5 + 9 * 4 new rows in 10 pages
     box, memory = toolbox(store)
     result = box.run("waypoint_observations", {"waypoint": "kitchen", "date": "2026-03-30", "summary": True})
     assert persons(result["persons"]) == {"alice", "carol"} and result["observations"] == 33

@@ -128,6 +128,7 @@ def test_two_people(agent):
 def test_days_and_habits(agent):
     absent = ask(agent, "On which days this week did you not see Bob?")
     assert absent.type == "days" and absent.days == ["2026-03-24", "2026-03-26"]   # Wednesday: robot off
+    assert absent.evidence == ["o6", "o8"]                   # the robot was there those days
     place = ask(agent, "Where does Alice usually sit?")
     assert place.waypoint == "open_office"                 # 2 days; the kitchen is no workplace
     lunch = ask(agent, "What time does Alice usually take lunch?")

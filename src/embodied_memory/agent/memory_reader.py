@@ -6,9 +6,9 @@ import datetime as dt
 from typing import Callable, Optional
 
 from ..calendar_windows import day_window, local_date
+from .history_pages import read_pages
 from .tools import ToolBox, ToolCallRecord
 
-HISTORY_PAGE = 1000  # rows per history call (the store's largest ``limit``)
 HISTORY_PAGES = 50   # at most this many pages (50,000 rows) per window
 MAX_DAYS = 31        # day-by-day questions look at most this many days back
 
@@ -29,24 +29,9 @@ class MemoryReader:
     def history(self, tool: str, args: dict, order: str = "oldest",
                 keep: Callable[[dict], bool] = lambda r: True, enough: Optional[int] = None) -> list[dict]:
         """The rows of a history tool (person / waypoint observations) in [t_start, t_end] that
-        ``keep`` accepts, oldest first; fetched in pages of HISTORY_PAGE from the ``order`` end
-        ("newest": the most recent first) until ``enough`` rows are kept."""
-        rows: list[dict] = []
-        seen: set[str] = set()
-        t_start, t_end = args["t_start"], args["t_end"]
-        for _ in range(HISTORY_PAGES):
-            page = self.call(tool, {**args, "t_start": t_start, "t_end": t_end, "limit": HISTORY_PAGE, "order": order})
-            new = [r for r in page if r["id"] not in seen]
-            seen.update(r["id"] for r in new)
-            rows += [r for r in new if keep(r)]
-            if len(page) < HISTORY_PAGE or not new or (enough is not None and len(rows) >= enough):
-                break
-            # times come rounded to ms: the next page overlaps this one a little, then dedupes
-            if order == "oldest":
-                t_start = max(t_start, page[-1]["t"] - 1e-3)
-            else:
-                t_end = min(t_end, page[-1]["t"] + 1e-3)
-        return sorted(rows, key=lambda r: r["t"])
+        ``keep`` accepts, oldest first (``history_pages``), at most HISTORY_PAGES calls."""
+        rest = {k: v for k, v in args.items() if k not in ("t_start", "t_end")}
+        return read_pages(self.call, tool, rest, args["t_start"], args["t_end"], HISTORY_PAGES, order, keep, enough)[0]
 
     def person_sightings(self, person: str, start: float, end: float, place: str = "",
                          last_only: bool = False, first_only: bool = False) -> list[dict]:
@@ -72,13 +57,14 @@ class MemoryReader:
         first = max(first, last - dt.timedelta(days=MAX_DAYS - 1))
         return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
 
-    def active_days(self, start: float, end: float) -> list[dt.date]:
+    def active_days(self, start: float, end: float) -> dict[dt.date, str]:
         """The days in [start, end] on which the robot recorded anything (it cannot have seen
-        anyone on a day it was off)."""
-        out = []
+        anyone on a day it was off), each with the id of its first observation."""
+        out = {}
         for day in self.days(start, end):
             day_start, day_end = day_window(day, self.tools.tz)
-            if self.call("observations_between", {"t_start": max(start, day_start), "t_end": min(end, day_end),
-                                                  "limit": 1}):
-                out.append(day)
+            first = self.call("observations_between", {"t_start": max(start, day_start), "t_end": min(end, day_end),
+                                                       "limit": 1})
+            if first:
+                out[day] = first[0]["id"]
         return out

@@ -224,16 +224,18 @@ class PeopleAnswers:
 
     # -- over days ----------------------------------------------------------------------------------
     def absent_days(self, p: ParsedQuestion) -> Answer:
+        """Evidence: for each absent day, the robot's first observation that day (it was there)."""
         start, end = self.window(p, "week")
-        days = self.reader.active_days(start, end)
-        absent = [d for d in days if p.person not in {x["person"] for x in self.reader.persons_on(d, end)}]
-        if not days:
+        active = self.reader.active_days(start, end)
+        if not active:
             return Answer(status=STATUS_NO_ANSWER, text="I don't know: I recorded nothing in that time.",
                           error="no observations in the window")
+        absent = [d for d in active if p.person not in {x["person"] for x in self.reader.persons_on(d, end)}]
         names = ", ".join(d.strftime("%A") for d in absent)
         ans = Answer(type="days", days=[d.isoformat() for d in absent], confidence=0.6,
                      text=f"I did not see {self.name(p.person)} on {names}." if absent
                      else f"I saw {self.name(p.person)} on every day I was active.")
+        ans.evidence = [active[d] for d in absent][:MAX_EVIDENCE]
         return ans
 
     def first_time(self, p: ParsedQuestion) -> Answer:

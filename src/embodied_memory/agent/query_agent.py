@@ -94,6 +94,16 @@ class QueryAgent:
             self.client = ChatClient(LLMConfig(params.llm_base_url, params.llm_model, params.llm_api_key_env,
                                                params.llm_timeout_s, max_tokens=params.llm_max_tokens))
 
+    def warm_up(self) -> None:
+        """Load what the rules planner needs before the first question: the MiniLM intent bank
+        (about a second, longer on a busy CPU) and the time-expression parser."""
+        from .intents import shared_classifier
+        from .time_expressions import warm_up as warm_up_time_parser
+        started = time.perf_counter()
+        shared_classifier()
+        warm_up_time_parser()
+        log.info("rules planner ready in %.1f s", time.perf_counter() - started)
+
     def _rules_planner(self) -> RulesPlanner:
         return RulesPlanner(self.params.match_threshold)  # per question: it keeps per-question state
 

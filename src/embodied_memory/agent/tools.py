@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo
 
 from ..calendar_windows import day_window, local_date
 from .answer import parse_time
+from .history_pages import read_pages
 from .visits import VISIT_GAP_S
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,6 @@ def _string(desc: str) -> dict:
 TIME_HELP = "local ISO 8601 time (e.g. 2026-03-10T14:30:00) or HH:MM today"
 DATE_HELP = "a whole local day, YYYY-MM-DD (instead of start and end)"
 HISTORY_ROWS = 30          # rows of person / waypoint history per call
-SUMMARY_PAGE = 1000        # rows per store call of a summary (the store's largest limit)
 SUMMARY_PAGES = 10         # store calls per summary at most (then it says "truncated")
 MAX_DATES = 8              # persons_per_day: dates per call
 VISITS_PER_DAY = 6         # a summary's visits per place and day (the first ones; "+N" more)
@@ -482,19 +482,9 @@ class ToolBox:
 
 def history_rows(call: Callable[[str, dict], Any], tool: str, args: dict, start: float, end: float,
                  pages: Optional[int] = None) -> tuple[list[dict], bool]:
-    """Every row of a history tool (person / waypoint observations) in [start, end], oldest
-    first, read in pages of SUMMARY_PAGE; True if ``pages`` (default SUMMARY_PAGES) were not enough."""
-    rows: list[dict] = []
-    seen: set = set()
-    for _ in range(SUMMARY_PAGES if pages is None else pages):
-        page = call(tool, {**args, "t_start": start, "t_end": end, "limit": SUMMARY_PAGE, "order": "oldest"})
-        new = [r for r in page if r.get("id") not in seen]
-        seen.update(r.get("id") for r in new)
-        rows += new
-        if len(page) < SUMMARY_PAGE or not new:
-            return rows, False
-        start = max(start, page[-1]["t"] - 1e-3)   # times come rounded to ms: overlap, then dedupe
-    return rows, True
+    """Every row of a history tool in [start, end], oldest first; True if ``pages`` (default
+    SUMMARY_PAGES) store calls were not enough."""
+    return read_pages(call, tool, args, start, end, SUMMARY_PAGES if pages is None else pages)
 
 
 def parse_iso(t: float, tz: ZoneInfo) -> str:
