@@ -79,3 +79,11 @@ def test_ros_params_file_uses_fully_qualified_name(tmp_path):
 def test_node_params_defaults_are_valid():
     params = parse_params(MemoryNodeParams, {}, "defaults")
     assert params.backend == "sqlite_faiss" and params.text_dim == 384
+
+
+def test_memory_and_agent_must_share_one_time_zone():
+    """A day asked of the agent ("yesterday") is a day the store counts ("persons per day")."""
+    with pytest.raises(ConfigError, match="timezone parameters differ.*memory: Europe/Zurich.*query_agent: UTC"):
+        load_stack(resolve_stack_path("default"), {"memory": {"timezone": "Europe/Zurich"}})
+    both = {"memory": {"timezone": "Europe/Zurich"}, "query_agent": {"timezone": "Europe/Zurich"}}
+    assert len(load_stack(resolve_stack_path("default"), both).nodes) == 4

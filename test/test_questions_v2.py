@@ -132,16 +132,22 @@ def test_phrasing_sets_are_complete_disjoint_and_varied():
         load_phrasings("training")
 
 
-def _four_grams(template: str) -> set[tuple[str, ...]]:
-    """Word 4-grams of a template: slots removed, punctuation removed, lower case."""
-    words = re.sub(r"[^a-z0-9]+", " ", re.sub(r"\{[a-z0-9]+\}", " ", template.lower()).replace("'", "")).split()
+def _four_grams(template: str, keep_slots: bool = False) -> set[tuple[str, ...]]:
+    """Word 4-grams of a template: slots removed (``keep_slots``: each slot a word), punctuation
+    removed, lower case."""
+    slot = r" \g<0> " if keep_slots else " "
+    keep = "{}" if keep_slots else ""
+    words = re.sub(rf"[^a-z0-9{keep}]+", " ",
+                   re.sub(r"\{[a-z0-9]+\}", slot, template.lower()).replace("'", "")).split()
     return {tuple(words[i:i + 4]) for i in range(len(words) - 3)}
 
 
-def _shared_four_grams(evaluation: dict, dev: dict) -> list[str]:
-    dev_grams = set().union(*(_four_grams(t) for ts in dev.values() for t in ts))
-    return [f"{kind}: {t!r} shares {' '.join(sorted(_four_grams(t) & dev_grams)[0])!r}"
-            for kind, ts in evaluation.items() for t in ts if _four_grams(t) & dev_grams]
+def _shared_four_grams(evaluation: dict, dev: dict, keep_slots: bool = False) -> list[str]:
+    def grams(t):
+        return _four_grams(t, keep_slots)
+    dev_grams = set().union(*(grams(t) for ts in dev.values() for t in ts))
+    return [f"{kind}: {t!r} shares {' '.join(sorted(grams(t) & dev_grams)[0])!r}"
+            for kind, ts in evaluation.items() for t in ts if grams(t) & dev_grams]
 
 
 def test_no_evaluation_template_shares_four_words_with_a_dev_template():
@@ -151,12 +157,33 @@ def test_no_evaluation_template_shares_four_words_with_a_dev_template():
     assert _four_grams("When did {name} arrive {day}?") == set()             # "when did arrive": 3 words
 
 
+def test_probe_set_is_complete_and_shares_nothing_with_dev_or_evaluation():
+    probe, dev = load_phrasings("probe"), load_phrasings("dev")
+    assert set(probe) == set(SLOTS)
+    for kind, templates in probe.items():
+        assert len(templates) >= 10, kind
+        assert len({_normal(t) for t in templates}) == len(templates), (kind, "near-duplicates")
+        for slots in SLOTS[kind]:
+            assert sum(template_slots(t) == slots for t in templates) >= 4, (kind, sorted(slots))
+    assert len({_normal(t).split()[0] for ts in probe.values() for t in ts}) >= 15
+    assert _shared_four_grams(probe, dev) == []
+    assert _shared_four_grams(probe, dev, keep_slots=True) == []          # slots count as words
+    # with slots as words the guard sees what the slot-free one does not
+    assert _four_grams("What time did {name} clock in?", keep_slots=True) & _four_grams(
+        "What time did {name} arrive {day}?", keep_slots=True)
+    assert not _four_grams("What time did {name} clock in?") & _four_grams("What time did {name} arrive {day}?")
+    # compared only, never shown: a collision names the probe template
+    evaluation = {_normal(t) for ts in load_phrasings("evaluation").values() for t in ts}
+    assert [t for ts in probe.values() for t in ts if _normal(t) in evaluation] == []
+
+
 def test_questions_read_well_after_filling(truth, every_question):
-    questions = every_question + generate_questions(truth, seed=3, per_type=1000, objects=True)
+    questions = every_question + generate_questions(truth, seed=3, per_type=1000, objects=True) + generate_questions(
+        truth, seed=3, per_type=1000, phrasing_set="probe", objects=True)
     days = ("Today, ", "Yesterday, ", *(f"On {d.capitalize()}, " for d in WEEKDAYS))
     leading = [q for q in questions if q.template.startswith("{day}")]
     assert leading and all(q.question.startswith(days) for q in leading), [q.question for q in leading][:3]
-    assert {q.phrasing_set for q in leading if q.question.startswith("On Monday, ")} == {"dev", "evaluation"}
+    assert {q.phrasing_set for q in leading if q.question.startswith("On Monday, ")} == {"dev", "probe", "evaluation"}
     for q in questions:
         low_weekday = re.search(r"\b(" + "|".join(WEEKDAYS) + r")\b", q.question)
         assert low_weekday is None, q.question                   # weekday names are capitalised

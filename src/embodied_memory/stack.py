@@ -160,6 +160,7 @@ def parse_stack(data: Any, source: str) -> StackSpec:
     if not nodes_data:
         raise ConfigError(f"{source}: nodes: at least one node is needed")
     nodes = []
+    zones: dict[str, str] = {}           # node -> its "timezone" (calendar days must agree across nodes)
     for node_name, spec in nodes_data.items():
         where = f"{source}: nodes.{node_name}"
         _expect(spec, dict, where)
@@ -175,6 +176,8 @@ def parse_stack(data: Any, source: str) -> StackSpec:
         if sim_time is not None:
             ros_params.setdefault("use_sim_time", sim_time)
         params = parse_params(NODE_PARAMS[executable], given, f"{where}.parameters")
+        if hasattr(params, "timezone"):
+            zones[node_name] = params.timezone
         delay = _non_negative(spec, "respawn_delay_s", 1.0, where)
         nodes.append(NodeSpec(
             name=node_name, executable=executable,
@@ -201,6 +204,9 @@ def parse_stack(data: Any, source: str) -> StackSpec:
         if node.respawn_max_delay_s < node.respawn_delay_s:
             raise ConfigError(f"{where}.respawn_max_delay_s ({node.respawn_max_delay_s}) is below "
                               f"respawn_delay_s ({node.respawn_delay_s})")
+    if len(set(zones.values())) > 1:   # "yesterday" of the agent must be the store's "yesterday"
+        raise ConfigError(f"{source}: the nodes' timezone parameters differ ("
+                          + ", ".join(f"{n}: {z}" for n, z in zones.items()) + "); set one zone for all")
     return StackSpec(name=name, source=source, nodes=nodes, environment=env)
 
 

@@ -44,6 +44,7 @@ MEMORY_VARIANTS = {
     "psfr_gt_people": {"selection": "psfr", "people": False, "gt_people": True},
 }
 ANSWER_FIELDS = ("type", "binary", "position", "time_iso", "duration_minutes", "persons", "waypoint", "error")
+OPERATOR = {"max_images": OPERATOR_IMAGES, "min_sightings": OPERATOR_MIN_SIGHTINGS}   # what the operator step does
 MEMORY_MARKER = "eval_memory.json"     # written into a variant's memory once it is ingested and named
 SELECTION = SelectionParams()          # the default selection (T = 10 s, K = 6); variants set the policy
 ERROR_GROUPS = {"position": scoring.POSITION_TYPES, "time": scoring.TIME_TYPES, "duration": ("duration",)}
@@ -256,7 +257,7 @@ def run_eval(out_dir: Path, config=None, planners: tuple[str, ...] = ("rules", "
     described = {**asdict(config), "world": truth.config.get("world", "small"), "world_description": describe_world(truth),
                  "episode": episode.name, "phrasings": list(phrasings), "naming": naming, "path": path,
                  "variants": {v: MEMORY_VARIANTS[v] for v in variants}, "selection": asdict(SELECTION),
-                 "operator": {"max_images": OPERATOR_IMAGES, "min_sightings": OPERATOR_MIN_SIGHTINGS},
+                 "operator": OPERATOR,
                  "scoring": scoring_constants(), "planners": list(planners), "per_type": per_type,
                  "objects": objects, "llm_model": llm_model if llm_base_url else "", "commit": _commit(),
                  "memories": described_memory}
@@ -348,7 +349,8 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
     from ..agent.tools import StoreMemoryClient
     from .text_only import TextOnlyPlanner
     marker = data / MEMORY_MARKER
-    wanted = {"episode": episode.name, "variant": variant, "naming": naming}
+    wanted = {"episode": episode.name, "variant": variant, "naming": naming,
+              "operator": OPERATOR}
     reused = reuse and marker.exists() and all(json.loads(marker.read_text()).get(k) == v for k, v in wanted.items())
     if reuse and not reused:
         log.warning("not reusing %s: %s; ingesting again", data, "no memory of an earlier run there" if not

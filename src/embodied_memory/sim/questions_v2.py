@@ -4,10 +4,12 @@ episode's ground truth (seeded, deterministic).
 Every answer comes from ``sim.truth`` (what the robot observed), never from the system under
 test.  Questions are asked ``ASK_DELAY_S`` after the last frame, about days within the last
 week (local calendar days of ``tz``: "today", "yesterday", "on Monday").  Wordings come from
-two disjoint phrasing sets (``phrasings/dev.yaml`` to develop against, ``phrasings/evaluation.yaml``
-held out).  About one people question in eight is unanswerable (``UNANSWERABLE_SHARE``): it
-is worded like the type it imitates but asks about a person not seen that day, an activity
-never observed, or a name never seen; only an explicit "not seen / don't know" is right.
+disjoint phrasing sets (``phrasings/dev.yaml`` to develop against, ``phrasings/evaluation.yaml``
+held out); ``phrasings/probe.yaml`` is a second development set, written blind to the evaluation
+set, to measure robustness to wording while developing.  About one people question in eight
+is unanswerable (``UNANSWERABLE_SHARE``): it is worded like the type it imitates but asks about
+a person not seen that day, an activity never observed, or a name never seen; only an explicit
+"not seen / don't know" is right.
 
 Where the truth has simulated stays, questions whose observed answer would contradict what
 really happened are left out or asked last:
@@ -66,7 +68,7 @@ from .truth import ObservedTruth, observed_truth
 
 log = logging.getLogger(__name__)
 
-PHRASING_SETS = ("dev", "evaluation")
+PHRASING_SETS = ("dev", "probe", "evaluation")
 N, N2, R, D, O = "name", "name2", "room", "day", "obj"
 # question type -> the slot sets its templates may use (count: with or without a room)
 SLOTS: dict[str, tuple[frozenset, ...]] = {t: tuple(frozenset(s) for s in sets) for t, sets in {
@@ -132,7 +134,7 @@ def _load(phrasing_set: str) -> dict[str, tuple[str, ...]]:
 
 
 def load_phrasings(phrasing_set: str = "evaluation") -> dict[str, list[str]]:
-    """{question type: [templates]} of a phrasing set ("dev" | "evaluation"), checked against SLOTS."""
+    """{question type: [templates]} of a phrasing set (one of PHRASING_SETS), checked against SLOTS."""
     return {kind: list(tpls) for kind, tpls in _load(phrasing_set).items()}
 
 
