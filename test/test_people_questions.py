@@ -162,3 +162,19 @@ def test_a_question_like_no_example_is_not_understood_and_goes_to_the_llm_when_t
         # a question the rules planner understands never reaches the endpoint
         assert both.ask("Where did you spot Bob most recently?", as_of=ASKED).planner == "rules"
         assert len(llm.requests) == 2
+
+
+@pytest.mark.parametrize("question", ["How old is Bob?", "What is Alice's phone number?"])
+def test_what_a_memory_cannot_know_is_not_guessed(agent, question):
+    ans = ask(agent, question)
+    assert ans.status == "no_answer" and "not sure what you mean" in ans.text and "out_of_scope" in ans.error
+
+
+def test_casual_wording(agent):
+    """Contractions, a count without the word "people", a generic "office", "right now"."""
+    assert ask(agent, "Who'd you see hanging around with Carol today?").persons[0] in (ALICE, BOB)
+    assert ask(agent, "The conference room today: how many were there?").count == 2
+    assert ask(agent, "Tell me what room Alice's in right now.").waypoint == "open_office"
+    arrived = ask(agent, "When did Bob come into the office today?")       # "the office": not an unknown place
+    assert arrived.status == "ok" and local(arrived.time) == "Sun 10:00"
+    assert ask(agent, "Was Alice in the ballroom today?").text == "I don't know where the ballroom is."

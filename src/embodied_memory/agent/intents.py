@@ -30,18 +30,22 @@ MIN_SIMILARITY = 0.55        # below: the question is like no example
 MARGIN = 0.015               # best intent ahead of a different runner-up by at least this
 FILLERS = {"name": "Alex", "name2": "Sam", "room": "lab", "day": "", "obj": "red mug"}
 PERSON_FILLERS = (FILLERS["name"], FILLERS["name2"])
-GENERAL = ("objects", "go")  # answered by the general handlers (the question's coarse kind)
+GENERAL = ("objects", "go", "describe_person")  # answered by the general handlers (the question's coarse kind)
+OUT_OF_SCOPE = "out_of_scope"                     # what a robot's memory cannot know: treated as not understood
 # intents answered by one handler (a near tie between them is no ambiguity)
 # which intents a question's slots allow: by the number of people it names
 TWO_PEOPLE = ("who_first", "together")
-NO_PERSON = ("who_in", "count", "first_time", "was_in") + GENERAL
+NO_PERSON = ("who_in", "count", "first_time", "was_in", OUT_OF_SCOPE) + GENERAL
 ONE_PERSON = ("last_place", "where_now", "last_time", "first_seen", "arrival", "departure", "was_in", "duration",
-              "with_whom", "absent_days", "habit_place", "habit_time") + GENERAL
+              "with_whom", "absent_days", "habit_place", "habit_time", OUT_OF_SCOPE) + GENERAL
 
 
-def allowed_intents(people_named: int) -> tuple[str, ...]:
-    """The intents a question naming ``people_named`` people can have."""
-    return NO_PERSON if people_named == 0 else ONE_PERSON if people_named == 1 else TWO_PEOPLE + ONE_PERSON
+def allowed_intents(people_named: int, people_words: bool = False) -> tuple[str, ...]:
+    """The intents a question naming ``people_named`` people can have; one that names nobody but
+    speaks of people ("who", "anyone", "headcount") is not about objects."""
+    if people_named == 0:
+        return tuple(i for i in NO_PERSON if i != "objects") if people_words else NO_PERSON
+    return ONE_PERSON if people_named == 1 else TWO_PEOPLE + ONE_PERSON
 
 
 FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "departure": "last",
@@ -75,8 +79,9 @@ class IntentMatch:
 
     @property
     def understood(self) -> bool:
-        """Like at least one example (else: "I am not sure what you mean")."""
-        return self.score >= MIN_SIMILARITY
+        """Like at least one example of a question the memory can answer (else: "I am not sure
+        what you mean")."""
+        return self.score >= MIN_SIMILARITY and self.intent != OUT_OF_SCOPE
 
     @property
     def ambiguous(self) -> bool:
@@ -85,10 +90,20 @@ class IntentMatch:
         return not same_family and self.score - self.runner_up_score < MARGIN
 
 
+_CONTRACTIONS = [(re.compile(p), r) for p, r in (
+    (r"\b(who|what|where|when|how)'d\b", r"\1 did"), (r"\b(who|what|where|when|how|that)'s\b", r"\1 is"),
+    (r"\b(who|what|where|when|how)'re\b", r"\1 are"), (r"\bwon't\b", "will not"), (r"\bcan't\b", "cannot"),
+    (r"\b(\w+)n't\b", r"\1 not"), (r"\b(i|you|we|they)'ve\b", r"\1 have"), (r"\b(i|you|we|they)'re\b", r"\1 are"),
+    (r"\bi'm\b", "i am"))]
+
+
 def canonical(text: str) -> str:
-    """Lower case, one space between words, no trailing punctuation."""
-    text = re.sub(r"\s+([,.:;?!])", r"\1", " ".join(text.replace("’", "'").split()))
-    return text.strip(" ?!.").lower()
+    """Lower case, contractions spelled out ("where's" -> "where is"), one space between words,
+    no trailing punctuation."""
+    text = re.sub(r"\s+([,.:;?!])", r"\1", " ".join(text.replace("’", "'").split())).strip(" ?!.").lower()
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 @functools.lru_cache(maxsize=1)

@@ -89,14 +89,13 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     place = find_place(question, waypoints, exclude=persons)
     start, end, time_words = parse_time_window(q, now, tz)
     first = bool(re.search(r"\b(first|earliest|arrive|arrived|arrival|come in|came in|start|started|begin)\b", q))
-    about_people = bool(re.search(r"\b(who|people|persons?|someone|somebody|anyone|anybody|visitors?|man|woman)\b", q))
-    removed = set(_STOP)
-    for phrase in [m.text for m in persons] + ([place.text] if place else []) + time_words:
-        removed.update(_words(phrase))
-    target_words = [w for w in _words(q) if w not in removed and not w.isdigit()]
+    target_words = _object_words(q, persons, place, time_words)
+    # "how many were there?": a count with nothing to count is a count of people
+    about_people = bool(_PEOPLE_WORDS.search(q)) or bool(re.search(r"\bhow many\b", q) and not target_words)
     unknown_person, unknown_place = _unknown_names(question, q, people_names, places)
     if not unknown_place:
-        unknown_place = _unknown_place(q, kind, places, bool(persons or unknown_person or about_people))
+        unknown_place = _unknown_place(q, kind, places, bool(persons or unknown_person or about_people),
+                                       frozenset(w for name in people_names for w in name.split()))
     parsed = ParsedQuestion(text=question, kind=kind, target=" ".join(target_words),
                             person=persons[0].value if persons else "",
                             person2=persons[1].value if len(persons) > 1 else "",
@@ -106,8 +105,21 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     parsed.canonical = canonical_form(question, persons, place, unknown_person, time_words)
     if classifier is not None:
         named = len(persons) + bool(unknown_person and not persons)
-        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named))
+        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people))
     return parsed
+
+
+_PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone|anybody|everyone|everybody|"
+                           r"visitors?|man|woman|men|women|folks?|individuals?|colleagues?|staff|headcount|"
+                           r"guests?|employees?|coworkers?|co-workers?)\b")
+
+
+def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time_words: list[str]) -> list[str]:
+    """The words left when stop words, names, the place and time phrases are taken out."""
+    removed = set(_STOP)
+    for phrase in [m.text for m in persons] + ([place.text] if place else []) + time_words:
+        removed.update(_words(phrase))
+    return [w for w in _words(q) if w not in removed and not w.isdigit()]
 
 
 def canonical_form(question: str, persons: list[Mention], place: Optional[Mention], unknown_person: str,
@@ -153,7 +165,8 @@ _SAME_WORDS = {"same", "other", "another", "next", "one", "different"}
 _PLACE_NOUNS = _ROOM_WORDS | _GENERIC_PLACES             # part of a place phrase though stop words
 # phrases after "in the" that are not places ("who is in the picture")
 _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory", "world", "meantime", "end",
-               "middle", "beginning", "dark", "rain", "sun", "background", "foreground", "way"}
+               "middle", "beginning", "dark", "rain", "sun", "background", "foreground", "way", "right", "total",
+               "general", "order", "person", "detail", "short"}
 
 
 def _unknown_names(question: str, q: str, person_names: dict[str, str],
@@ -201,10 +214,14 @@ def _is_unknown_name(name: str, known_names: list[str]) -> bool:
     return not any(w in _STOP or w in _CALENDAR_WORDS for w in lower.split())
 
 
-def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone: bool) -> str:
+def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone: bool,
+                   person_words: frozenset = frozenset()) -> str:
     """A place phrase ("in the ballroom") that names no known waypoint: one whose last word is a
-    room word, or any "in the X" when the question is about someone, or "to X" for a command."""
+    room word, or any "in the X" when the question is about someone, or "to X" for a command.
+    Not a phrase with a person's name in it, nor one whose head word is a word of a known place
+    ("the office" where there is an "open office": ambiguous, not unknown)."""
     words = _words(q)
+    place_words = {w for name in place_names for w in name.split()}
     for i, word in enumerate(words):
         if word not in ("in", "inside", "into", "within", "at", "to"):
             continue
@@ -219,7 +236,8 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
                 or phrase[0] in _SAME_WORDS):          # "in the same room", "in another room"
             continue
         text = " ".join(phrase)
-        if any(re.search(rf"\b{re.escape(name)}\b", text) for name in place_names):
+        if (any(re.search(rf"\b{re.escape(name)}\b", text) for name in place_names)
+                or phrase[-1] in place_words or person_words & set(phrase)):
             continue
         if (phrase[-1] in _ROOM_WORDS or (word in ("in", "inside", "into", "within") and about_someone)
                 or (word == "to" and kind == "go")):

@@ -16,7 +16,7 @@ import re
 from typing import Optional
 from ..calendar_windows import day_window_at
 from .answer import STATUS_NO_ANSWER, Answer, no_answer
-from .intents import MIN_SIMILARITY as MIN_UNDERSTOOD, IntentClassifier, shared_classifier
+from .intents import MIN_SIMILARITY as MIN_UNDERSTOOD, OUT_OF_SCOPE, IntentClassifier, shared_classifier
 from .memory_reader import MemoryReader
 from .people_answers import PEOPLE_INTENTS, PeopleAnswers
 from .question_parser import ParsedQuestion, parse_question
@@ -118,10 +118,10 @@ class RulesPlanner:
         match = p.intent
         if not match.understood:
             self.not_understood = True
-            text = "I am not sure what you mean. Could you ask it another way?"
-            return Answer(status=STATUS_NO_ANSWER, text=text, error=(
-                f"question not understood: nearest example {match.example!r} ({match.intent}, similarity "
-                f"{match.score:.2f} < {MIN_UNDERSTOOD:.2f})"))
+            why = ("not something the robot can see" if match.intent == OUT_OF_SCOPE else
+                   f"similarity {match.score:.2f} < {MIN_UNDERSTOOD:.2f}")
+            return Answer(status=STATUS_NO_ANSWER, text="I am not sure what you mean. Could you ask it another way?",
+                          error=f"question not understood: nearest example {match.example!r} ({match.intent}, {why})")
         ans = PeopleAnswers(self._reader_for(tools), self._names).handler(match.intent)(p)
         if match.ambiguous:
             ans.note(f"understood as {match.intent} ({match.score:.2f}); could be {match.runner_up} "
