@@ -15,13 +15,25 @@ def test_contract_types_import():
     assert {"regions", "people", "global_embedding"} <= set(Observation.get_fields_and_field_types())
     answer_fields = set(Answer.get_fields_and_field_types())
     assert {"binary", "position", "time_iso", "duration_minutes", "persons", "evidence_ids",
-            "tokens_in", "tokens_out"} <= answer_fields
+            "tokens_in", "tokens_out", "count", "days"} <= answer_fields
     assert Ask.Request().question == "" and Answer.STATUS_NO_ANSWER == "no_answer"
     assert NavigateToWaypoint.Goal().verify_person_id == ""
     assert hasattr(NavigateToWaypoint.Result(), "success") and hasattr(Explore.Feedback(), "cognitive_state")
     assert Forget.Request.MODE_IDENTITY == "identity"
     for srv in (GetMemoryStats, NameIdentity, QueryMemory):
         assert srv.Request and srv.Response
+
+
+def test_answer_to_msg_carries_count_and_days():
+    from embodied_memory.agent.answer import Answer
+    from embodied_memory.nodes.conversions import answer_to_msg
+
+    msg = answer_to_msg(Answer(type="count", count=3, persons=["alice", "bob", "carol"]).sanitize())
+    assert (msg.type, msg.count, list(msg.days)) == ("count", 3, [])
+    msg = answer_to_msg(Answer(type="days", days=["2026-03-25", "2026-03-28"]).sanitize())
+    assert (msg.count, list(msg.days)) == (-1, ["2026-03-25", "2026-03-28"])   # -1: no count
+    assert json.loads(msg.json)["days"] == ["2026-03-25", "2026-03-28"] and json.loads(msg.json)["count"] is None
+    assert answer_to_msg(Answer(type="count", count=0)).count == 0   # nobody is a count, not "no count"
 
 
 def test_local_tf2_msgs_hash_matches_upstream():

@@ -1,5 +1,5 @@
 """The operator step (sim/naming.py) sees at most 3 stored crops per identity and names it by
-what they show; small fragments are never looked at; nothing else reaches the memory. Also the
+what they show; a crop that shows no one unambiguously names nobody; nothing else reaches the memory. Also the
 identity metrics (evaluation/identity_metrics.py) on a hand-built memory."""
 from embodied_memory.evaluation.identity_metrics import identity_metrics
 from embodied_memory.sim.episode import GroundTruth
@@ -35,15 +35,21 @@ class FakeMemory:
 def test_the_operator_looks_at_three_crops_and_names_by_majority():
     truth = GroundTruth(config={}, frames=[frame(T0 + 60 * k, "alice") for k in range(10)]
                         + [frame(T0 + 1000 + 60 * k, "bob") for k in range(10)])
-    memory = FakeMemory({
+    identities = {
         # mostly Alice, one crop of Bob among its best: still Alice
         "person_0001": [sighting(T0 + 60 * k) for k in range(6)] + [sighting(T0 + 1000, confidence=0.99)],
         "person_0002": [sighting(T0 + 1000 + 60 * k) for k in range(8)],
-        "person_0003": [sighting(T0 + 1120), sighting(T0 + 1180)],        # a fragment: never reviewed
-    })
+        "person_0003": [sighting(T0 + 1120), sighting(T0 + 1180)],        # a fragment of Bob
+        "person_0004": [sighting(T0 + 1240, u=500.0)],                    # a box where nobody stands
+    }
+    memory = FakeMemory(identities)
     report = label_identities(memory.query, memory.name, truth)
-    assert memory.named == {"person_0001": "Alice", "person_0002": "Bob"}
-    assert report.reviewed == 2 and report.images_looked_at == 6 and "person_0003" not in report.named
+    assert memory.named == {"person_0001": "Alice", "person_0002": "Bob", "person_0003": "Bob"}
+    assert report.reviewed == 4 and report.images_looked_at == 3 + 3 + 2 + 1 and "person_0004" not in report.named
+    # an operator who skips small identities never looks at the fragment
+    memory = FakeMemory(identities)
+    report = label_identities(memory.query, memory.name, truth, min_sightings=5)
+    assert memory.named == {"person_0001": "Alice", "person_0002": "Bob"} and report.reviewed == 2
 
 
 def test_best_crops_prefer_faces_confidence_and_different_moments():

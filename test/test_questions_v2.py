@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from embodied_memory.sim.episode import GroundTruth
 from embodied_memory.calendar_windows import WEEKDAYS
@@ -683,3 +684,13 @@ def test_summary_reports_coverage_recall_over_all_and_precision_over_answered():
     row = summarize(scores)["duration"]
     assert (row["n"], row["answered"], row["mean_error"]) == (3, 2, pytest.approx(6.0))
     assert "mean_precision" not in row
+
+
+def test_the_planner_bank_shares_no_four_words_with_the_evaluation_set():
+    """The rules planner's example bank (agent/intents.yaml) is held to the dev set's rule: no
+    4-word sequence in common with an evaluation template (the message names bank examples only)."""
+    bank = yaml.safe_load((REPO / "src" / "embodied_memory" / "agent" / "intents.yaml").read_text(encoding="utf-8"))
+    evaluation = set().union(*(_four_grams(t) for ts in load_phrasings("evaluation").values() for t in ts))
+    examples = [e for es in bank.values() for e in es]
+    assert len(examples) > 300
+    assert [e for e in examples if _four_grams(e) & evaluation] == []

@@ -109,6 +109,38 @@ def test_person_history_and_names(store):
         store.name_identity("carol", "Carol")
 
 
+def test_persons_between_a_window_starting_mid_day(store):
+    """o0 alice 08:00, o1 bob 09:00, o2 alice 10:00, o4 bob 23:45 (UTC): from 08:30 alice is first at 10:00."""
+    rows = store.persons_between(T0 + 0.5 * HOUR, T0 + 16 * HOUR)
+    assert [(r["person"], r["sightings"], r["first_id"], r["last_id"]) for r in rows] == [
+        ("bob", 2, "o1", "o4"), ("alice", 1, "o2", "o2")]   # ordered by first sighting in the window
+    bob = rows[0]
+    assert (bob["first_t"], bob["last_t"]) == (round(T0 + HOUR, 3), round(T0 + 15.75 * HOUR, 3))
+    assert (bob["first_seen"], bob["last_seen"]) == ("2026-03-10T09:00:00+00:00", "2026-03-10T23:45:00+00:00")
+    # both ends are inclusive: a window of one instant holds that sighting
+    assert [r["person"] for r in store.persons_between(T0 + 2 * HOUR, T0 + 2 * HOUR)] == ["alice"]
+    assert [r["first_id"] for r in store.persons_between(T0, T0 + 2 * HOUR)] == ["o0", "o1"]
+    assert store.call_tool("persons_between", {"t_start": T0 + 0.5 * HOUR, "t_end": T0 + 16 * HOUR}) == rows
+
+
+def test_persons_between_an_empty_or_reversed_window_is_empty(store):
+    assert store.persons_between(T0 + 2.5 * HOUR, T0 + 15 * HOUR) == []   # only o3 (nobody) in between
+    assert store.persons_between(T0 + 30 * HOUR, T0 + 40 * HOUR) == []
+    assert store.persons_between(T0 + 16 * HOUR, T0) == []
+    with pytest.raises(StoreError, match="t_end"):
+        store.call_tool("persons_between", {"t_start": T0})
+
+
+def test_persons_between_names_and_persons_per_day_is_its_day_window(store):
+    store.name_identity("bob", "Robert")
+    rows = store.persons_between(T0, T0 + 2 * HOUR)
+    assert [r.get("name") for r in rows] == [None, "Robert"]
+    day = store.persons_per_day("2026-03-10")
+    assert day == store.persons_between(*store.day_bounds("2026-03-10")) and [r["last_id"] for r in day] == ["o2", "o4"]
+    cut = store.persons_per_day("2026-03-10", before=T0 + HOUR)   # ``before`` is inclusive
+    assert [(r["person"], r["sightings"], r["last_id"]) for r in cut] == [("alice", 1, "o0"), ("bob", 1, "o1")]
+
+
 def test_persons_per_day_respects_time_zone(tmp_path, backend):
     utc = filled_store(tmp_path / "utc", backend)
     day = {p["person"]: p["sightings"] for p in utc.persons_per_day("2026-03-10")}

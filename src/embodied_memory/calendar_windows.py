@@ -13,19 +13,24 @@ its first occurrence.
 """
 from __future__ import annotations
 
+import calendar
 import datetime as dt
-from typing import Union
+from typing import Iterable, Optional, Union
 from zoneinfo import ZoneInfo
 
 TimeZone = Union[str, dt.tzinfo]
 Window = tuple[float, float]
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
 # (start hour, end hour) in local clock time of the day itself; hours >= 24 are on the next day.
 # "lunchtime" is our convention for "at lunch(time)" / "over lunch": 12:00-14:00.
 PARTS_OF_DAY: dict[str, tuple[int, int]] = {
     "morning": (6, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 30), "lunchtime": (12, 14),
 }
+# when a usual lunch is looked for (habits): local clock, minutes after midnight, both ends included
+LUNCH_MINUTES = (11 * 60, 14 * 60 + 30)
 UNIT_SECONDS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
 
 
@@ -114,3 +119,47 @@ def weekday_date(weekday: Union[str, int], today: dt.date) -> dt.date:
     index = WEEKDAYS.index(weekday.lower()) if isinstance(weekday, str) else int(weekday)
     return today - dt.timedelta(days=(today.weekday() - index) % 7)
 
+
+
+def month_day_date(month: int, day: int, today: dt.date, year: Optional[int] = None) -> Optional[dt.date]:
+    """The date ``day`` of ``month`` (1 = January) in ``year``; without a year the most recent one on
+    or before ``today`` (February 29: the last leap year's).  None when no such date exists
+    (February 30, April 31, month 13)."""
+    if year is not None:
+        try:
+            return dt.date(year, month, day)
+        except ValueError:
+            return None
+    if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(2024, month)[1]):  # 2024: a leap year
+        return None
+    for y in range(today.year, max(0, today.year - 8), -1):
+        try:
+            d = dt.date(y, month, day)
+        except ValueError:  # February 29 of a common year
+            continue
+        if d <= today:
+            return d
+    return None
+
+
+def day_of_month_date(day: int, today: dt.date) -> Optional[dt.date]:
+    """"The 31st": ``day`` of this month when that is not after ``today``, else of the previous
+    month; None when that month has no such day (asked in May, "the 31st" is no date)."""
+    first = today.replace(day=1)
+    month = first if day <= today.day else (first - dt.timedelta(days=1)).replace(day=1)
+    try:
+        return month.replace(day=day)
+    except ValueError:
+        return None
+
+
+def latest_clock_time(days: Iterable[dt.date], minutes: Iterable[int], now: float,
+                      tz: TimeZone) -> tuple[dt.date, int]:
+    """Of the local clock times ``minutes`` (after midnight; 1440 and more are on the next day) on
+    each of ``days``, the (day, minutes) of the latest at or before UNIX time ``now``; when all
+    are later, the earliest."""
+    minutes = list(minutes)
+    candidates = sorted((clock_time(d, m // 60, m % 60, tz), d, m) for d in days for m in minutes)
+    past = [c for c in candidates if c[0] <= now]
+    _, day, minute = past[-1] if past else candidates[0]
+    return day, minute

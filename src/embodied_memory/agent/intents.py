@@ -14,22 +14,29 @@ Deterministic: the same question and bank give the same intent.
 """
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import hashlib
 import logging
+import os
 import re
 import threading
 from dataclasses import dataclass
 from importlib import resources
 from typing import Optional, Sequence
 
+import numpy as np
 import yaml
+
+from ..cache import cache_dir
+from .slots import Mention
+from .time_expressions import parse_time_window
 
 log = logging.getLogger(__name__)
 
 MIN_SIMILARITY = 0.55        # below: the question is like no example
 MARGIN = 0.015               # best intent ahead of a different runner-up by at least this
 FILLERS = {"name": "Alex", "name2": "Sam", "room": "lab", "day": "", "obj": "red mug"}
-PERSON_FILLERS = (FILLERS["name"], FILLERS["name2"])
 GENERAL = ("objects", "go", "describe_person")  # answered by the general handlers (the question's coarse kind)
 OUT_OF_SCOPE = "out_of_scope"                     # what a robot's memory cannot know: treated as not understood
 # intents answered by one handler (a near tie between them is no ambiguity)
@@ -40,12 +47,28 @@ ONE_PERSON = ("last_place", "where_now", "last_time", "first_seen", "arrival", "
               "with_whom", "absent_days", "habit_place", "habit_time", OUT_OF_SCOPE) + GENERAL
 
 
-def allowed_intents(people_named: int, people_words: bool = False) -> tuple[str, ...]:
+# a question's leading wh-word says what kind of answer it wants
+WH_INTENTS = {
+    "when": ("last_time", "first_seen", "arrival", "departure", "habit_time"),
+    "where": ("last_place", "where_now", "habit_place"),
+    "how long": ("duration",),
+    "how many": ("count",),
+    "who": ("who_in", "with_whom", "who_first", "first_time"),
+}
+
+
+def allowed_intents(people_named: int, people_words: bool = False, wh: str = "") -> tuple[str, ...]:
     """The intents a question naming ``people_named`` people can have; one that names nobody but
-    speaks of people ("who", "anyone", "headcount") is not about objects."""
+    speaks of people ("who", "anyone", "headcount") is not about objects; a leading wh-word
+    (``WH_INTENTS``) keeps the intents that answer it (and the general ones)."""
     if people_named == 0:
-        return tuple(i for i in NO_PERSON if i != "objects") if people_words else NO_PERSON
-    return ONE_PERSON if people_named == 1 else TWO_PEOPLE + ONE_PERSON
+        allowed = tuple(i for i in NO_PERSON if i != "objects") if people_words else NO_PERSON
+    else:
+        allowed = ONE_PERSON if people_named == 1 else TWO_PEOPLE + ONE_PERSON
+    answering = [i for i in allowed if i in WH_INTENTS.get(wh, ())]
+    if not answering:
+        return allowed
+    return tuple(answering) + tuple(i for i in allowed if i in GENERAL or i == OUT_OF_SCOPE)
 
 
 FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "departure": "last",
@@ -106,10 +129,35 @@ def canonical(text: str) -> str:
     return text
 
 
+def canonical_form(question: str, persons: list[Mention], place: Optional[Mention], unknown_person: str,
+                   time_words: list[str]) -> str:
+    """The question as the intent bank is written: people "Alex" / "Sam", the place "lab",
+    time phrases cut, lower case (``intents.canonical``)."""
+    spans = [(m.start, m.end, filler) for m, filler in zip(persons, (FILLERS["name"], FILLERS["name2"]))]
+    if place is not None:
+        spans.append((place.start, place.end, FILLERS["room"]))
+    if unknown_person and not persons:
+        m = re.search(rf"\b{re.escape(unknown_person)}\b", question)
+        if m:
+            spans.append((m.start(), m.end(), FILLERS["name"]))
+    text = question
+    for a, b, filler in sorted(spans, reverse=True):
+        text = text[:a] + filler + text[b:]
+    text = text.lower()
+    for phrase in sorted(time_words, key=len, reverse=True):
+        text = re.sub(rf"\b{re.escape(phrase)}\b", " ", text)
+    return canonical(text)
+
+
+def strip_time_phrases(text: str, now: float = 1.7e9, tz: dt.tzinfo = dt.timezone.utc) -> str:
+    """``text`` without the time phrases the parser reads (the bank's examples, canonical form)."""
+    words = parse_time_window(" ".join(text.lower().replace("?", " ").split()), now, tz)[2]
+    return canonical_form(text, [], None, "", words) if words else canonical(text)
+
+
 @functools.lru_cache(maxsize=1)
 def load_bank() -> dict[str, tuple[str, ...]]:
     """{intent: canonical example questions}, slots filled with FILLERS."""
-    from .question_parser import strip_time_phrases   # the questions' own canonical form
     data = yaml.safe_load((resources.files("embodied_memory.agent") / "intents.yaml").read_text(encoding="utf-8"))
     bank = {}
     for intent, examples in data.items():
@@ -122,14 +170,36 @@ class IntentClassifier:
     """Nearest bank examples by MiniLM cosine similarity (``embedder``: any TextEmbedder)."""
 
     def __init__(self, embedder=None, bank: Optional[dict[str, Sequence[str]]] = None):
-        if embedder is None:
-            from ..perception.text_embedding import MiniLMTextEmbedder
-            embedder = MiniLMTextEmbedder()
+        if embedder is None:   # the process's MiniLM (the store's, when it runs in this process)
+            from ..perception.text_embedding import make_text_embedder
+            embedder = make_text_embedder("minilm")
         self.embedder = embedder
         self.bank = dict(bank or load_bank())
         self._labels = [intent for intent, examples in self.bank.items() for _ in examples]
         self._examples = [e for examples in self.bank.values() for e in examples]
-        self._vectors = embedder.embed(self._examples)
+        self._vectors = self._embedded_bank()
+
+    def _embedded_bank(self) -> np.ndarray:
+        """The bank's vectors, cached on disk by the examples and the model (a CPU embeds the
+        ~400 examples in seconds, longer when busy)."""
+        key = hashlib.sha256("\n".join([getattr(self.embedder, "name", "?"), *self._labels, *self._examples])
+                             .encode()).hexdigest()[:16]
+        path = cache_dir() / f"intent_bank_{key}.npy"
+        try:
+            vectors = np.load(path)
+            if vectors.shape == (len(self._examples), self.embedder.dim):
+                return vectors
+        except (OSError, ValueError):
+            pass
+        vectors = self.embedder.embed(self._examples)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+            np.save(tmp, vectors)
+            os.replace(tmp, path)
+        except OSError as exc:      # a read-only home: embed again next time
+            log.debug("intent bank not cached: %s", exc)
+        return vectors
 
     def classify(self, canonical_question: str, allowed: Optional[Sequence[str]] = None) -> IntentMatch:
         """The nearest intent among ``allowed`` (default: all; at least two)."""

@@ -9,6 +9,7 @@ from ..calendar_windows import day_window, local_date
 from .history_pages import read_pages
 from .tools import ToolBox, ToolCallRecord
 
+QUERY_CHARS = 2000   # the memory's longest text query
 HISTORY_PAGES = 50   # at most this many pages (50,000 rows) per window
 MAX_DAYS = 31        # day-by-day questions look at most this many days back
 
@@ -47,9 +48,16 @@ class MemoryReader:
         """What was observed at ``place`` in [start, end], oldest first."""
         return self.history("waypoint_observations", {"waypoint_id": place, "t_start": start, "t_end": end})
 
-    def persons_on(self, day: dt.date, before: float) -> list[dict]:
-        """Everyone seen on local ``day`` up to ``before``: person, sightings, first/last seen (ISO)."""
-        return self.call("persons_per_day", {"date": day.isoformat(), "before": before})
+    def looked_at(self, place: str, start: float, end: float) -> Optional[dict]:
+        """The robot's latest observation at ``place`` in [start, end] (None: it did not look)."""
+        rows = self.call("waypoint_observations", {"waypoint_id": place, "t_start": start, "t_end": end, "limit": 1,
+                                                   "order": "newest"})
+        return rows[0] if rows else None
+
+    def persons_between(self, start: float, end: float) -> list[dict]:
+        """Everyone seen in [start, end], by first sighting: person, first_t / last_t (UNIX),
+        first_id / last_id (observation ids), sightings."""
+        return self.call("persons_between", {"t_start": start, "t_end": end})
 
     def days(self, start: float, end: float) -> list[dt.date]:
         """The local calendar days from ``start`` to ``end`` (at most MAX_DAYS, the latest kept)."""

@@ -17,17 +17,19 @@ import datetime as dt
 import statistics
 from typing import Callable, Optional
 
-from ..calendar_windows import clock_time, day_window_at, local_date, week_window
+from ..calendar_windows import LUNCH_MINUTES, clock_time, day_window, day_window_at, local_date, week_window
 from .answer import STATUS_NO_ANSWER, Answer
 from .memory_reader import MemoryReader
 from .question_parser import ParsedQuestion
 from .slots import room_kind
 from .visits import observed_minutes, split_visits
 
-LUNCH_MINUTES = (11 * 60, 14 * 60 + 30)   # local clock, minutes after midnight
 NOT_WORKPLACES = ("lunch", "meeting", "passage")
 LUNCH_KINDS = ("lunch",)
 MAX_EVIDENCE = 10
+RECENT_S = 2 * 3600        # "where is X now": a sighting older than this says where X was, not is
+STILL_HERE_S = 30 * 60     # "when did X leave": a last sighting this recent may not be a departure
+NOW_S = 10 * 60            # "who is in the kitchen now": what the robot saw there this recently
 
 
 class PeopleAnswers:
@@ -45,13 +47,24 @@ class PeopleAnswers:
     def _hhmm(self, t: float) -> str:
         return dt.datetime.fromtimestamp(t, tz=self.tools.tz).strftime("%H:%M")
 
+    def at(self, t: float) -> str:
+        """"at 10:02" today, "yesterday at 10:02", "on Monday at 10:02" this week, else the date."""
+        local = dt.datetime.fromtimestamp(t, tz=self.tools.tz)
+        days = (local_date(self.tools.now, self.tools.tz) - local.date()).days
+        day = "" if days == 0 else "yesterday " if days == 1 else \
+            f"on {local:%A} " if 1 < days < 7 else f"on {local:%Y-%m-%d} "
+        return f"{day}at {local:%H:%M}"
+
     def _when(self, p: ParsedQuestion) -> str:
         """The question's time phrase, for the answer's text ("today", "on monday"), or ""."""
         return " ".join(p.time_words) if p.time_words else ""
 
     def window(self, p: ParsedQuestion, default: str) -> tuple[float, float]:
-        """The question's window; without one ``default``: "ever", "today" or "week" (since Monday)."""
+        """The question's window; without one ``default``: "ever", "today" or "week" (since Monday);
+        "now" about a place: the last NOW_S."""
         now = self.tools.now
+        if p.asks_now and p.place:
+            return max(0.0, now - NOW_S), now
         if p.start is not None or p.end is not None:
             return p.start or 0.0, min(p.end or now, now)
         if default == "today":
@@ -59,6 +72,18 @@ class PeopleAnswers:
         if default == "week":
             return week_window(local_date(now, self.tools.tz), self.tools.tz)[0], now
         return 0.0, now
+
+    def unobserved(self, p: ParsedQuestion, start: float, end: float) -> Optional[Answer]:
+        """"I don't know" when the robot did not look at the question's place in the window (a
+        "no" or "nobody" would be a guess); None when it did, or the question names no place."""
+        if not p.place or self.reader.looked_at(p.place, start, end):
+            return None
+        place = p.place.replace("_", " ")
+        last = self.reader.looked_at(p.place, 0.0, self.tools.now)
+        since = f" (I last looked there {self.at(last['t'])})" if last else ""
+        when = "now" if p.asks_now else self._when(p) or "in that time"
+        text = f"I don't know: I did not look in the {place} {when}{since}."
+        return Answer(status=STATUS_NO_ANSWER, text=text, error=text)
 
     def not_seen(self, who: str, p: ParsedQuestion, where: str = "") -> Answer:
         when = self._when(p)
@@ -75,7 +100,7 @@ class PeopleAnswers:
                      waypoint=row.get("waypoint", ""), confidence=0.7)
         ans.set_time(row["t"], self.tools.now, self.tools.tz)
         place = (row.get("waypoint") or "an unknown place").replace("_", " ")
-        ans.text = text.format(name=self.name(row.get("_person", "")), place=place, hhmm=self._hhmm(row["t"]))
+        ans.text = text.format(name=self.name(row.get("_person", "")), place=place, at=self.at(row["t"]))
         return self._evidence(ans, [row])
 
     def _persons_in(self, p: ParsedQuestion, start: float, end: float) -> tuple[list[str], list[dict]]:
@@ -83,10 +108,13 @@ class PeopleAnswers:
         if p.place:
             rows = [r for r in self.reader.place_history(p.place, start, end) if r.get("persons")]
             return list(dict.fromkeys(x for r in rows for x in r["persons"])), rows
-        persons: list[str] = []
-        for day in self.reader.days(start, end):
-            persons += [x["person"] for x in self.reader.persons_on(day, end)]
-        return list(dict.fromkeys(persons)), []
+        seen = self._first_sightings(start, end)
+        return [r["person"] for r in seen], seen
+
+    def _first_sightings(self, start: float, end: float) -> list[dict]:
+        """Each person's first sighting in [start, end] as a row (id, t, person), by time."""
+        return [{"id": x["first_id"], "t": x["first_t"], "person": x["person"]}
+                for x in self.reader.persons_between(start, end)]
 
     # -- one sighting: last / first -----------------------------------------------------------
     def last_sighting(self, p: ParsedQuestion, default_window: str, kind: str, text: str) -> Answer:
@@ -103,24 +131,36 @@ class PeopleAnswers:
             return self.not_seen(self.name(p.person), p, p.place)
         return self._located("time", {**rows[0], "_person": p.person}, text)
 
+    def _age(self, ans: Answer) -> float:
+        return self.tools.now - ans.time if ans.time is not None else float("inf")
+
     def last_place(self, p: ParsedQuestion) -> Answer:
-        return self.last_sighting(p, "ever", "position", "I last saw {name} at {place} at {hhmm}.")
+        return self.last_sighting(p, "ever", "position", "I last saw {name} at {place} {at}.")
 
     def where_now(self, p: ParsedQuestion) -> Answer:
-        return self.last_sighting(p, "ever", "position", "{name} was last seen at {place} at {hhmm}; "
-                                                         "probably still there.")
+        ans = self.last_sighting(p, "ever", "position", "{name} was last seen at {place} {at}; probably still there.")
+        if ans.status == "ok" and self._age(ans) > RECENT_S:     # the last known place, said as such
+            ans.text = f"I don't know where {self.name(p.person)} is now: I last saw them " + \
+                       ans.text.split(" was last seen ", 1)[1].replace("; probably still there.", ".")
+            ans.confidence = 0.3
+        return ans
 
     def last_time(self, p: ParsedQuestion) -> Answer:
-        return self.last_sighting(p, "ever", "time", "I last saw {name} at {hhmm}, at {place}.")
+        return self.last_sighting(p, "ever", "time", "I last saw {name} {at}, at {place}.")
 
     def departure(self, p: ParsedQuestion) -> Answer:
-        return self.last_sighting(p, "today", "time", "{name} left around {hhmm} (last seen at {place}).")
+        ans = self.last_sighting(p, "today", "time", "{name} left {at} (last seen at {place}).")
+        if ans.status == "ok" and self._age(ans) < STILL_HERE_S:
+            ans.text = f"I last saw {self.name(p.person)} {self.at(ans.time)} at " \
+                       f"{(ans.waypoint or 'an unknown place').replace('_', ' ')}; they may not have left yet."
+            ans.confidence = 0.3
+        return ans
 
     def first_seen(self, p: ParsedQuestion) -> Answer:
-        return self.first_sighting(p, "ever", "I first saw {name} at {hhmm}, at {place}.")
+        return self.first_sighting(p, "ever", "I first saw {name} {at}, at {place}.")
 
     def arrival(self, p: ParsedQuestion) -> Answer:
-        return self.first_sighting(p, "today", "{name} arrived around {hhmm} (first seen at {place}).")
+        return self.first_sighting(p, "today", "{name} arrived {at} (first seen at {place}).")
 
     # -- presence -------------------------------------------------------------------------------
     def was_in(self, p: ParsedQuestion) -> Answer:
@@ -133,10 +173,12 @@ class PeopleAnswers:
         elif p.place:
             rows = [r for r in self.reader.place_history(p.place, start, end) if r.get("persons")]
             who = "anyone"
-        else:
-            return Answer(status=STATUS_NO_ANSWER, text="I am not sure who you mean.", error="no person or place")
+        else:   # "did you see anyone today?"
+            rows = self._first_sightings(start, end)
+            who = "anyone"
         if not rows:
-            return Answer(type="binary", binary="no", confidence=0.6, text=f"No, I did not see {who}{where}{when}.")
+            return self.unobserved(p, start, end) or Answer(
+                type="binary", binary="no", confidence=0.6, text=f"No, I did not see {who}{where}{when}.")
         last = rows[-1]
         ans = Answer(type="binary", binary="yes", confidence=0.8, waypoint=last.get("waypoint", ""),
                      text=f"Yes, I saw {who}{where}{when} (last at {self._hhmm(last['t'])}).")
@@ -164,6 +206,8 @@ class PeopleAnswers:
     def who_in(self, p: ParsedQuestion) -> Answer:
         start, end = self.window(p, "today")
         persons, rows = self._persons_in(p, start, end)
+        if not persons and (unknown := self.unobserved(p, start, end)):
+            return unknown
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
         text = (f"I saw {', '.join(self.name(x) for x in persons)}{where}." if persons
                 else f"I saw nobody{where}.")
@@ -172,6 +216,8 @@ class PeopleAnswers:
     def count(self, p: ParsedQuestion) -> Answer:
         start, end = self.window(p, "today")
         persons, rows = self._persons_in(p, start, end)
+        if not persons and (unknown := self.unobserved(p, start, end)):
+            return unknown
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
         ans = Answer(type="count", count=len(persons), persons=persons, confidence=0.5,
                      text=f"{len(persons)} people{where}" + (f": {', '.join(self.name(x) for x in persons)}."
@@ -230,13 +276,18 @@ class PeopleAnswers:
         if not active:
             return Answer(status=STATUS_NO_ANSWER, text="I don't know: I recorded nothing in that time.",
                           error="no observations in the window")
-        absent = [d for d in active if p.person not in {x["person"] for x in self.reader.persons_on(d, end)}]
+        absent = [d for d in active
+                  if p.person not in {x["person"] for x in self.reader.persons_between(*self._day_in(d, start, end))}]
         names = ", ".join(d.strftime("%A") for d in absent)
         ans = Answer(type="days", days=[d.isoformat() for d in absent], confidence=0.6,
                      text=f"I did not see {self.name(p.person)} on {names}." if absent
                      else f"I saw {self.name(p.person)} on every day I was active.")
         ans.evidence = [active[d] for d in absent][:MAX_EVIDENCE]
         return ans
+
+    def _day_in(self, day: dt.date, start: float, end: float) -> tuple[float, float]:
+        day_start, day_end = day_window(day, self.tools.tz)
+        return max(start, day_start), min(end, day_end)
 
     def first_time(self, p: ParsedQuestion) -> Answer:
         start, end = self.window(p, "today")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime as dt
 from zoneinfo import ZoneInfo
 
-from ..calendar_windows import WEEKDAYS, local_date
+from ..calendar_windows import LUNCH_MINUTES, WEEKDAYS, local_date
+
+LUNCH_TEXT = "-".join(f"{m // 60:02d}:{m % 60:02d}" for m in LUNCH_MINUTES)   # "11:00-14:30"
 
 DECLINE_TYPE = "none"   # the answer type a model uses to say the memory has no answer
 
@@ -27,7 +29,7 @@ minutes, seen_with)
 - who came first, how many people, who was new: persons_per_day (first_seen, first_time)
 - days X was not seen this week: persons_per_day with the 7 dates; days others were seen but not X
 - usual workplace (place on most days, not kitchen/corridor) or lunch time (usual start of \
-kitchen visits 11:00-14:30): person_observations summary=true from 7 days ago
+kitchen visits {lunch}): person_observations summary=true from 7 days ago
 Then reply with ONLY a JSON object:
 {{"type": "text|binary|position|time|duration|persons|waypoint|count|days", "text": "one sentence",
 "binary": "yes|no", "position": [x, y, z], "orientation": yaw, "time": "local ISO time", "duration": minutes,
@@ -37,6 +39,7 @@ Leave out keys that do not apply; who came first: persons holds only that one. I
 no answer (unknown name, not seen that day, never seen doing it), do not guess: reply \
 {{"type": "none", "text": "I have not seen Zoe on Monday."}}; a yes/no question is still answered \
 "no". Call tools natively or write {{"name": "tool_name", "arguments": {{...}}}}.{rules}"""
+SYSTEM = SYSTEM.replace("{lunch}", LUNCH_TEXT)   # a constant, filled once
 
 RULES_HEADER = "\n\nLessons from earlier episodes (apply when relevant):\n"
 

@@ -1,7 +1,10 @@
 """QueryAgent: one question in, one typed Answer out, whichever planner answers it.
 
 ``planner``: ``llm`` (OpenAI-compatible endpoint), ``rules`` (deterministic, embedded
-default), ``full_context`` (baseline), or ``auto`` (llm when an endpoint is configured).
+default), ``full_context`` (baseline), or ``auto`` (llm when an endpoint is configured).  With
+``planner: rules`` and an endpoint, a question the rules planner does not understand is asked
+of the llm planner (planner "llm (rules did not understand)"); a question that names its
+planner (``ask(planner="rules")``: benchmarks) gets that planner only.
 
 ``ask`` never raises and never takes much longer than ``question_timeout()``: an endpoint that
 is down, hangs, answers garbage or runs out of the question's time makes ``llm`` fall back to
@@ -29,6 +32,7 @@ from ..llm.chat_client import BadResponse, ChatClient, EndpointUnavailable, LLMC
 from .answer import STATUS_ERROR, Answer, clean_text, valid_time
 from .full_context import FullContextPlanner
 from .llm_planner import LLMPlanner
+from .memory_reader import QUERY_CHARS
 from .rules_planner import RulesPlanner
 from .question_parser import parse_question
 from .tools import NAVIGATE, Cancelled, MemoryClient, NavigateFn, OutOfTime, QuestionHooks, ToolBox
@@ -36,7 +40,6 @@ from .tools import NAVIGATE, Cancelled, MemoryClient, NavigateFn, OutOfTime, Que
 log = logging.getLogger(__name__)
 PLANNERS = ("auto", "llm", "rules", "full_context")
 MAX_QUESTION_CHARS = 4000
-QUERY_CHARS = 2000          # the memory's longest text query
 FALLBACK = "rules (fallback)"
 NOT_UNDERSTOOD = "llm (rules did not understand)"
 
@@ -133,7 +136,7 @@ class QueryAgent:
         hooks = hooks if hooks is not None else QuestionHooks(navigate=self.navigate)
         tools: Optional[ToolBox] = None
         try:
-            ans, tools = self._ask(question, as_of, requested, timeout_s, hooks)
+            ans, tools = self._ask(question, as_of, requested, timeout_s, hooks, escalate=not planner)
             if (tools is not None and hooks.navigate is None and hooks.no_navigate and ans.status == "ok"
                     and self._commands(question, tools)):
                 ans.note(f"not driven: {hooks.no_navigate}")
@@ -152,8 +155,8 @@ class QueryAgent:
                           error=clean_text(f"{type(exc).__name__}: {exc}", 2000),
                           latency_s=round(time.perf_counter() - start, 3))
 
-    def _ask(self, question, as_of, requested: str, timeout_s,
-             hooks: QuestionHooks) -> tuple[Answer, Optional[ToolBox]]:
+    def _ask(self, question, as_of, requested: str, timeout_s, hooks: QuestionHooks,
+             escalate: bool = True) -> tuple[Answer, Optional[ToolBox]]:
         now = as_of if as_of else time.time()
         if not valid_time(now):
             return Answer(status=STATUS_ERROR, error=f"as_of {now!r} is not a possible time", planner=requested), None
@@ -172,7 +175,7 @@ class QueryAgent:
             chosen = self._planner(requested)
             rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
             ans = chosen.answer(question, tools, rules, now_iso, self.params.timezone)
-            if isinstance(chosen, RulesPlanner) and chosen.not_understood and self.client is not None:
+            if escalate and isinstance(chosen, RulesPlanner) and chosen.not_understood and self.client is not None:
                 return self._ask_llm_instead(question, now, now_iso, ans, tools)
         except EndpointUnavailable as exc:
             return self._fallback(question, now, now_iso, f"llm endpoint unavailable: {exc}", tools)

@@ -21,7 +21,7 @@ from typing import Optional
 from zoneinfo import ZoneInfo
 
 from ..calendar_windows import WEEKDAYS
-from .intents import FILLERS, IntentMatch, allowed_intents
+from .intents import IntentMatch, allowed_intents, canonical_form
 from .slots import STOP_WORDS, Mention, find_people, find_place, person_names, place_names
 from .time_expressions import parse_time_window
 
@@ -63,6 +63,7 @@ class ParsedQuestion:
     time_words: list[str] = field(default_factory=list)
     unknown_person: str = ""                 # a person named in the question that no identity is
     unknown_place: str = ""                  # a place named in the question that is no known waypoint
+    asks_now: bool = False                   # "now" / "at the moment" and no other time phrase
     canonical: str = ""                      # the question with its slots replaced (intents.py)
     intent: Optional[IntentMatch] = None     # set when parsed with a classifier
 
@@ -101,14 +102,33 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
                             person2=persons[1].value if len(persons) > 1 else "",
                             place=place.value if place else "", start=start, end=end, first=first,
                             about_people=about_people, time_words=time_words,
-                            unknown_person=unknown_person, unknown_place=unknown_place)
+                            unknown_person=unknown_person, unknown_place=unknown_place,
+                            asks_now=start is None and bool(_NOW.search(q)))
     parsed.canonical = canonical_form(question, persons, place, unknown_person, time_words)
     if classifier is not None:
         named = len(persons) + bool(unknown_person and not persons)
-        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people))
+        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people, leading_wh(q)))
     return parsed
 
 
+_POLITE = re.compile(r"^((so|and|ok|okay|hey|hi|please|robot|excuse me|sorry)[ ,]+)*((do|did) you (know|remember|recall)|"
+                     r"(can|could|would) you (tell|remind) me|tell me|any idea|i wonder|i'd like to know|"
+                     r"i want to know|remind me)[ ,]+")
+_WH = [(re.compile(p), wh) for p, wh in (
+    (r"^(when|what time|at what time|around what time|how early|how late)\b", "when"),
+    (r"^(where|which room|in which room|what room|in what room|which place)\b", "where"),
+    (r"^(for )?how (long|much time)\b", "how long"), (r"^how many\b", "how many"),
+    (r"^(who|whom|with whom|which people|which of)\b", "who"))]
+
+
+def leading_wh(q: str) -> str:
+    """The question's leading wh-word ("when", "where", "how long", "how many", "who") after a
+    polite opening ("do you know", "could you tell me"); "" if none."""
+    q = _POLITE.sub("", q.strip())
+    return next((wh for pattern, wh in _WH if pattern.match(q)), "")
+
+
+_NOW = re.compile(r"\b(now|right now|at the moment|currently|at present|at this moment)\b")
 _PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone|anybody|everyone|everybody|"
                            r"visitors?|man|woman|men|women|folks?|individuals?|colleagues?|staff|headcount|"
                            r"guests?|employees?|coworkers?|co-workers?)\b")
@@ -120,34 +140,6 @@ def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time
     for phrase in [m.text for m in persons] + ([place.text] if place else []) + time_words:
         removed.update(_words(phrase))
     return [w for w in _words(q) if w not in removed and not w.isdigit()]
-
-
-def canonical_form(question: str, persons: list[Mention], place: Optional[Mention], unknown_person: str,
-                   time_words: list[str]) -> str:
-    """The question as the intent bank is written: people "Alex" / "Sam", the place "lab",
-    time phrases cut, lower case (``intents.canonical``)."""
-    from .intents import canonical
-    spans = [(m.start, m.end, filler) for m, filler in zip(persons, (FILLERS["name"], FILLERS["name2"]))]
-    if place is not None:
-        spans.append((place.start, place.end, FILLERS["room"]))
-    if unknown_person and not persons:
-        m = re.search(rf"\b{re.escape(unknown_person)}\b", question)
-        if m:
-            spans.append((m.start(), m.end(), FILLERS["name"]))
-    text = question
-    for a, b, filler in sorted(spans, reverse=True):
-        text = text[:a] + filler + text[b:]
-    text = text.lower()
-    for phrase in sorted(time_words, key=len, reverse=True):
-        text = re.sub(rf"\b{re.escape(phrase)}\b", " ", text)
-    return canonical(text)
-
-
-def strip_time_phrases(text: str, now: float = 1.7e9, tz: ZoneInfo = ZoneInfo("UTC")) -> str:
-    """``text`` without the time phrases the parser reads (the bank's examples, canonical form)."""
-    from .intents import canonical
-    words = parse_time_window(" ".join(text.lower().replace("?", " ").split()), now, tz)[2]
-    return canonical_form(text, [], None, "", words) if words else canonical(text)
 
 
 # -- names the memory does not know -------------------------------------------------------------

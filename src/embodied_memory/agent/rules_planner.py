@@ -14,10 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from typing import Optional
-from ..calendar_windows import day_window_at
 from .answer import STATUS_NO_ANSWER, Answer, no_answer
 from .intents import MIN_SIMILARITY as MIN_UNDERSTOOD, OUT_OF_SCOPE, IntentClassifier, shared_classifier
-from .memory_reader import MemoryReader
+from .memory_reader import QUERY_CHARS, MemoryReader
 from .people_answers import PEOPLE_INTENTS, PeopleAnswers
 from .question_parser import ParsedQuestion, parse_question
 from .tools import NAVIGATE, ToolBox
@@ -64,7 +63,8 @@ class RulesPlanner:
         # a time window (yesterday, on Monday) needs a deeper candidate list: the best matches
         # overall may all lie on other days
         k = 300 if p.start else 30
-        hits = self._call(tools, "text_observations", {"query": p.target or p.text, "k": k, "before": end})
+        hits = self._call(tools, "text_observations", {"query": (p.target or p.text)[:QUERY_CHARS], "k": k,
+                                                              "before": end})
         hits = [h for h in hits if h["t"] >= (p.start or 0.0)]
         if p.place:
             hits = [h for h in hits if h.get("waypoint") == p.place]
@@ -78,11 +78,6 @@ class RulesPlanner:
     def _window(self, tools: ToolBox, p: ParsedQuestion) -> tuple[float, float]:
         """The question's window, never beyond the question time."""
         return p.start or 0.0, min(p.end or tools.now, tools.now)
-
-    def _person_sightings(self, tools: ToolBox, p: ParsedQuestion, last_only: bool = False,
-                          first_only: bool = False) -> list[dict]:
-        start, end = self._window(tools, p)
-        return self._reader_for(tools).person_sightings(p.person, start, end, p.place, last_only, first_only)
 
     def _place_history(self, tools: ToolBox, p: ParsedQuestion) -> list[dict]:
         start, end = self._window(tools, p)
@@ -122,7 +117,7 @@ class RulesPlanner:
                    f"similarity {match.score:.2f} < {MIN_UNDERSTOOD:.2f}")
             return Answer(status=STATUS_NO_ANSWER, text="I am not sure what you mean. Could you ask it another way?",
                           error=f"question not understood: nearest example {match.example!r} ({match.intent}, {why})")
-        ans = PeopleAnswers(self._reader_for(tools), self._names).handler(match.intent)(p)
+        ans = self._people_answers(tools).handler(match.intent)(p)
         if match.ambiguous:
             ans.note(f"understood as {match.intent} ({match.score:.2f}); could be {match.runner_up} "
                      f"({match.runner_up_score:.2f})")
@@ -149,13 +144,13 @@ class RulesPlanner:
         ans.text = f"{what} {place} at {ans.time_iso[11:16]} ({ans.minutes_ago:.0f} min ago)."
         return ans
 
+    def _people_answers(self, tools: ToolBox) -> PeopleAnswers:
+        return PeopleAnswers(self._reader_for(tools), self._names)
+
     def _where(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
         if p.person and (not p.target or p.about_people):
-            rows = self._person_sightings(tools, p, last_only=not p.first, first_only=p.first)
-            if not rows:
-                return no_answer(f"{p.person} was not seen in that time", self.name)
-            row = self._pick(rows, p.first)
-            return self._evidence(self._located("position", row, tools, f"I saw {self._name(p.person)}"), [row])
+            people = self._people_answers(tools)
+            return people.first_seen(p) if p.first else people.last_place(p)
         rows = self._matches(tools, p)
         if not rows:
             return no_answer(f"nothing matching '{p.target}' in memory", self.name)
@@ -192,33 +187,23 @@ class RulesPlanner:
         return ans
 
     def _how_long(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
-        if p.person:
-            if p.start is None:  # default: the day of the last sighting
-                last = self._person_sightings(tools, ParsedQuestion(p.text, p.kind, person=p.person, place=p.place),
-                                              last_only=True)
-                if last:
-                    p.start, p.end = day_window_at(last[-1]["t"], tools.tz)
-            rows = self._person_sightings(tools, p)
-        else:
-            rows = sorted(self._matches(tools, p), key=lambda r: r["t"])
+        if p.person and not p.target:
+            return self._people_answers(tools).duration(p)
+        rows = sorted(self._matches(tools, p), key=lambda r: r["t"])
         if not rows:
             return no_answer("no sightings to measure a duration from", self.name)
         visits = split_visits(rows, lambda r: r["t"])
         minutes = observed_minutes(visits, lambda r: r["t"])
-        who = self._name(p.person) if p.person else (p.target or "it")
         where = f" at {p.place}" if p.place else ""
         spans = ", ".join(f"{self._hhmm(v[0]['t'], tools)}-{self._hhmm(v[-1]['t'], tools)}" for v in visits)
         ans = Answer(type="duration", duration_minutes=round(minutes, 1), waypoint=p.place, confidence=0.6,
-                     text=f"{who}{where}: about {minutes:.0f} minutes in {len(visits)} visit(s) ({spans}).")
+                     text=f"{p.target or 'it'}{where}: about {minutes:.0f} minutes in {len(visits)} visit(s) ({spans}).")
         return self._evidence(ans, rows)
 
     def _yes_no(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
-        if p.person and (not p.target or p.about_people):
-            rows = self._person_sightings(tools, p)
-        elif p.about_people and p.place and not p.target.strip():
-            rows = [r for r in self._place_history(tools, p) if r.get("persons")]
-        else:
-            rows = self._matches(tools, p)
+        if (p.person and (not p.target or p.about_people)) or (p.about_people and p.place and not p.target.strip()):
+            return self._people_answers(tools).was_in(p)
+        rows = self._matches(tools, p)
         found = bool(rows)
         ans = Answer(type="binary", binary="yes" if found else "no", confidence=0.7 if found else 0.5)
         if found:
@@ -229,35 +214,22 @@ class RulesPlanner:
             ans.text = "No, I have no such observation."
         return self._evidence(ans, rows)
 
-    def _persons_in(self, p: ParsedQuestion, tools: ToolBox) -> tuple[list[str], list[dict]]:
-        end = self._window(tools, p)[1]
-        if p.place:
-            rows = self._place_history(tools, p)
-        elif p.target:
-            rows = self._matches(tools, p)
-        else:  # everyone seen on the days of the window (default: the question's day)
-            first_day = dt.datetime.fromtimestamp(p.start if p.start is not None else end, tz=tools.tz).date()
-            last_day = dt.datetime.fromtimestamp(end, tz=tools.tz).date()
-            persons: list[str] = []
-            for offset in range(min((last_day - first_day).days, 31) + 1):
-                day = (first_day + dt.timedelta(days=offset)).isoformat()
-                persons += [x["person"] for x in self._call(tools, "persons_per_day", {"date": day, "before": end})]
-            return list(dict.fromkeys(persons)), []
-        persons = list(dict.fromkeys(x for r in rows for x in r.get("persons", [])))
-        return persons, [r for r in rows if r.get("persons")]
+    def _people_near(self, p: ParsedQuestion, tools: ToolBox) -> tuple[list[str], list[dict]]:
+        """People in the observations matching the question's object phrase ("who was near the red car")."""
+        rows = [r for r in self._matches(tools, p) if r.get("persons")]
+        return list(dict.fromkeys(x for r in rows for x in r["persons"])), rows
 
     def _who(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
-        persons, rows = self._persons_in(p, tools)
-        ans = Answer(type="persons", persons=persons, waypoint=p.place, confidence=0.6,
-                     text=("I saw " + ", ".join(self._name(x) for x in persons) + ".") if persons else
-                     ("I saw nobody there." if p.place else "I saw nobody."))
+        if p.place or not p.target:
+            return self._people_answers(tools).who_in(p)
+        persons, rows = self._people_near(p, tools)
+        ans = Answer(type="persons", persons=persons, confidence=0.5,
+                     text=("I saw " + ", ".join(self._name(x) for x in persons) + ".") if persons else "I saw nobody.")
         return self._evidence(ans, rows)
 
     def _how_many(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
         if p.about_people or not p.target:
-            persons, rows = self._persons_in(p, tools)
-            ans = Answer(type="text", persons=persons, text=f"{len(persons)} people.", confidence=0.5)
-            return self._evidence(ans, rows)
+            return self._people_answers(tools).count(p)
         rows = self._matches(tools, p)
         return self._evidence(Answer(type="text", text=f"{len(rows)} matching observations.", confidence=0.3), rows)
 
@@ -266,7 +238,7 @@ class RulesPlanner:
             return self._seen_at(p, tools)
         rows = self._matches(tools, p) if p.target else []
         if not rows:
-            rows = self._call(tools, "semantic_observations", {"query": p.text, "n": 3, "now": tools.now,
+            rows = self._call(tools, "semantic_observations", {"query": p.text[:QUERY_CHARS], "n": 3, "now": tools.now,
                                                                "before": min(p.end or tools.now, tools.now)})
         if not rows:
             return no_answer("memory is empty for that time", self.name)

@@ -13,6 +13,7 @@ workplace is never a shared room, lunch happens in lunch rooms.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
@@ -48,6 +49,13 @@ _ROOM_KINDS = {
     "meeting": {"conference", "meeting", "huddle", "board", "boardroom"},
     "passage": {"corridor", "hallway", "hall", "reception", "lobby", "entrance", "stairs", "elevator", "door"},
 }
+_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december"}
+# a name that is also one of these words ("May", "Will") names a person only when written
+# capitalised inside the sentence ("May I ask..." is no question about May), and a month
+# followed by a number is a date ("on May 3rd")
+_COMMON_WORDS = STOP_WORDS | _MONTHS | {"will", "may", "might", "must", "shall", "should", "could", "would",
+                                        "do", "did", "can", "mark", "bill", "sue", "pat", "rose", "hope"}
 _GENERIC_WORDS = {"room", "office", "corridor", "area", "north", "south", "east", "west", "open", "main", "hall"}
 
 
@@ -61,20 +69,39 @@ class Mention:
     score: float           # 100: exact
 
 
+def fold(text: str) -> str:
+    """Case-folded, accents stripped ("José" -> "jose"), so spellings of a name compare equal."""
+    decomposed = unicodedata.normalize("NFKD", text.replace("’", "'"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+_WORD = re.compile(r"[^\W_][\w'-]*")
+
+
 def words_of(text: str) -> str:
-    """Lower-case words joined by spaces, possessives and underscores undone ("Bob's" -> "bob")."""
-    return " ".join(w[:-2] if w.endswith("'s") else w for w in re.findall(r"[a-z0-9']+", text.lower().replace("_", " ")))
+    """Folded words joined by spaces, possessives and underscores undone ("Bob's" -> "bob")."""
+    return " ".join(w[:-2] if w.endswith("'s") else w for w in _WORD.findall(fold(text).replace("_", " ")))
 
 
 def _tokens(question: str) -> list[tuple[str, int, int]]:
     out = []
-    for m in re.finditer(r"[A-Za-z0-9][A-Za-z0-9'’-]*", question):
-        word = m.group(0).replace("’", "'")
-        end = m.end()
+    for m in _WORD.finditer(question.replace("’", "'")):
+        word, end = m.group(0), m.end()
         if word.lower().endswith("'s"):
             word, end = word[:-2], end - 2
-        out.append((word.lower().strip("'-"), m.start(), end))
+        out.append((fold(word).strip("'-"), m.start(), end))
     return out
+
+
+def _names_a_person(question: str, m: "Mention") -> bool:
+    """False for a common word that only looks like a name here ("May I...", "on May 3rd")."""
+    word = fold(m.text)
+    if word not in _COMMON_WORDS:
+        return True
+    before = question[:m.start].rstrip()
+    if not m.text[:1].isupper() or not before or before[-1] in ".?!:;":
+        return False
+    return not (word in _MONTHS and re.match(r"\s*\d", question[m.end:]))
 
 
 def _find(question: str, names: dict[str, str], fuzzy: bool = True) -> list[Mention]:
@@ -147,7 +174,7 @@ def place_names(waypoints: Iterable[str]) -> dict[str, str]:
 
 
 def find_people(question: str, people: Iterable[dict]) -> list[Mention]:
-    return _find(question, person_names(people))
+    return [m for m in _find(question, person_names(people)) if _names_a_person(question, m)]
 
 
 def find_place(question: str, waypoints: Iterable[str], exclude: Iterable[Mention] = ()) -> Optional[Mention]:

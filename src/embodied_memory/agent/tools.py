@@ -383,19 +383,23 @@ class ToolBox:
                 "persons": list(persons.values())}
 
     def _persons_on(self, date: str) -> list[dict]:
-        """persons_per_day in the robot's zone, ``first_time`` for those never seen before that day."""
-        rows = list(self.memory.call("persons_per_day", {"date": date, "before": self.now}))
+        """Everyone seen on a day of the robot's zone up to now (``persons_between`` of its window):
+        person, name, sightings, first_seen / last_seen in the robot's zone, ``first_time`` for
+        those never seen before that day."""
+        midnight, day_end = self._day(date)
+        rows = list(self.memory.call("persons_between", {"t_start": midnight, "t_end": min(day_end, self.now)}))
         earlier: set = set()
         if rows:
-            midnight = self._day(date)[0]
             earlier = {p["person"] for p in self.memory.call("people", {"before": math.nextafter(midnight, -1.0)})}
+        out = []
         for r in rows:
-            for key in ("first_seen", "last_seen"):
-                if key in r:
-                    r[key] = self._local(r[key])
+            item = {"person": r["person"], **({"name": r["name"]} if r.get("name") else {}),
+                    "sightings": r["sightings"], "first_seen": self._iso(r["first_t"]),
+                    "last_seen": self._iso(r["last_t"])}
             if r["person"] not in earlier:
-                r["first_time"] = True
-        return rows
+                item["first_time"] = True
+            out.append(item)
+        return out
 
     def run(self, name: str, arguments: Any) -> Any:
         """Execute one call; errors come back as {"error": ...} for the model to read.

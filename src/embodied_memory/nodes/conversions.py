@@ -109,9 +109,11 @@ def observation_to_msg(obs: Observation) -> ObservationMsg:
 
 
 def answer_to_msg(answer) -> AnswerMsg:
-    """agent.answer.Answer -> embodied_memory_interfaces/Answer (``json`` carries every field)."""
+    """agent.answer.Answer -> embodied_memory_interfaces/Answer (``json`` carries every field;
+    no count is ``count = -1``)."""
     msg = AnswerMsg(status=answer.status, error=answer.error, type=answer.type, text=answer.text,
                     binary=answer.binary, persons=list(answer.persons), waypoint_id=answer.waypoint,
+                    count=-1 if answer.count is None else int(answer.count), days=list(answer.days),
                     evidence_ids=list(answer.evidence), confidence=float(answer.confidence),
                     tokens_in=int(answer.tokens_in), tokens_out=int(answer.tokens_out),
                     tool_calls=int(answer.tool_calls), latency_s=float(answer.latency_s), json=answer.to_json())

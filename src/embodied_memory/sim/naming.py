@@ -49,11 +49,14 @@ class NamingReport:
 
 
 def who_is_at(frame: dict, box) -> Optional[str]:
-    """The person in ``box`` when the view is unambiguous: alone in view, or the only one whose
-    image column is near the box's centre (30 px) with everyone else far from it (> 80 px)."""
-    if len(frame["visible"]) == 1:
-        return frame["visible"][0]
+    """The person in ``box`` when the view is unambiguous: alone in view with the box near them
+    (80 px), or the only one whose image column is near the box's centre (30 px) with everyone
+    else far from it (> 80 px)."""
     centre = (box[0] + box[2]) / 2
+    if len(frame["visible"]) == 1:   # alone in view, and the box is on them (not a false detection)
+        name = frame["visible"][0]
+        u = frame.get("seen", {}).get(name, {}).get("u")
+        return name if u is None or abs(u - centre) <= 80 else None
     gaps = sorted((abs(seen["u"] - centre), name) for name, seen in frame.get("seen", {}).items()
                   if name in frame["visible"])
     if gaps and gaps[0][0] <= 30 and (len(gaps) == 1 or gaps[1][0] > 80):

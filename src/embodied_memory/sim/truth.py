@@ -32,11 +32,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..calendar_windows import TimeZone, as_zone, day_window, local_date
+from ..calendar_windows import LUNCH_MINUTES, TimeZone, as_zone, day_window, local_date
 
 log = logging.getLogger(__name__)
 
-LUNCH_WINDOW_MIN = (11 * 60, 14 * 60 + 30)     # local clock, minutes after midnight, both ends included
+LUNCH_WINDOW_MIN = LUNCH_MINUTES               # local clock, minutes after midnight, both ends included
 # the small world's rooms (sim/world.py), used only for an old truth without rooms / stays
 FALLBACK_LUNCH_ROOMS = ("kitchen",)
 FALLBACK_NOT_WORKPLACES = frozenset(("kitchen", "lobby", "corridor"))

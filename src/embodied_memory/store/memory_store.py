@@ -877,18 +877,34 @@ class MemoryStore:
         newest = self._newest()
         return newest is None or before >= newest
 
-    def persons_per_day(self, date: str, before: Optional[float] = None) -> list[dict]:
-        """HUMEMBR available persons: everyone seen on ``date`` (up to ``before``), with counts
-        and first/last time."""
-        t0, t1 = self.day_bounds(date)
-        t_end = t1 if before is None else min(t1, math.nextafter(before, math.inf))
+    def persons_between(self, t_start: float, t_end: float) -> list[dict]:
+        """Everyone with a sighting in [t_start, t_end] (UNIX times), ordered by first sighting
+        in the window: person (identity id), name (when named), sightings (count), first_seen /
+        last_seen (ISO in the store's zone), first_t / last_t (UNIX, ms), first_id / last_id
+        (observation ids of the first and last sighting in the window).  An empty or reversed
+        window gives []."""
+        if not t_start <= t_end:
+            return []
         rows = self._conn().execute(
-            "SELECT s.identity_id, COUNT(*) AS n, MIN(s.t) AS first, MAX(s.t) AS last, i.display_name "
-            "FROM sightings s JOIN identities i ON i.identity_id = s.identity_id "
-            "WHERE s.t >= ? AND s.t < ? GROUP BY s.identity_id ORDER BY first", (t0, t_end))
+            "SELECT g.identity_id, g.n, g.first, g.last, i.display_name, "
+            "(SELECT o.observation_id FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id = "
+            "g.identity_id AND s.t >= ?1 AND s.t <= ?2 ORDER BY s.t, s.id LIMIT 1) AS first_id, "
+            "(SELECT o.observation_id FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id = "
+            "g.identity_id AND s.t >= ?1 AND s.t <= ?2 ORDER BY s.t DESC, s.id DESC LIMIT 1) AS last_id "
+            "FROM (SELECT identity_id, COUNT(*) AS n, MIN(t) AS first, MAX(t) AS last FROM sightings "
+            "WHERE t >= ?1 AND t <= ?2 GROUP BY identity_id) g JOIN identities i ON i.identity_id = g.identity_id "
+            "ORDER BY g.first, g.identity_id", (t_start, t_end))
         return [{"person": r["identity_id"], **({"name": r["display_name"]} if r["display_name"] else {}),
-                 "sightings": r["n"], "first_seen": self.iso(r["first"]), "last_seen": self.iso(r["last"])}
-                for r in rows]
+                 "sightings": r["n"], "first_seen": self.iso(r["first"]), "last_seen": self.iso(r["last"]),
+                 "first_t": round(r["first"], 3), "last_t": round(r["last"], 3),
+                 "first_id": r["first_id"], "last_id": r["last_id"]} for r in rows]
+
+    def persons_per_day(self, date: str, before: Optional[float] = None) -> list[dict]:
+        """HUMEMBR available persons: everyone seen on ``date`` (a calendar day in the store's
+        zone) up to ``before``: :meth:`persons_between` of that day's window."""
+        t0, t1 = self.day_bounds(date)
+        t_end = math.nextafter(t1, -math.inf)
+        return self.persons_between(t0, t_end if before is None else min(t_end, before))
 
     def daily_summary(self, date: str, person: str, before: Optional[float] = None) -> dict:
         """HUMEMBR person daily summary of the whole day in time order (up to ``before``; an
@@ -1350,8 +1366,9 @@ class MemoryStore:
     # -- the tool table ----------------------------------------------------------------------
     QUERY_TOOLS = ("semantic_observations", "text_observations", "image_retrieval", "visual_similarity",
                    "observations_near", "observations_between", "observations_at", "waypoint_observations",
-                   "person_observations", "persons_per_day", "daily_summary", "export_identity",
-                   "rules_for", "get_observation", "latest_observation", "waypoints", "people", "occupancy_map")
+                   "person_observations", "persons_between", "persons_per_day", "daily_summary",
+                   "export_identity", "rules_for", "get_observation", "latest_observation", "waypoints", "people",
+                   "occupancy_map")
 
     _tool_table: Optional[ToolTable] = None
 
