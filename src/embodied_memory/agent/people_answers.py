@@ -204,7 +204,7 @@ class PeopleAnswers:
         return self._evidence(ans, rows)
 
     def who_in(self, p: ParsedQuestion) -> Answer:
-        start, end = self.window(p, "today")
+        start, end = self.window(p, "ever" if p.place else "today")   # "who was in the kitchen?": ever
         persons, rows = self._persons_in(p, start, end)
         if not persons and (unknown := self.unobserved(p, start, end)):
             return unknown
@@ -214,7 +214,7 @@ class PeopleAnswers:
         return self._evidence(Answer(type="persons", persons=persons, waypoint=p.place, confidence=0.6, text=text), rows)
 
     def count(self, p: ParsedQuestion) -> Answer:
-        start, end = self.window(p, "today")
+        start, end = self.window(p, "ever" if p.place else "today")
         persons, rows = self._persons_in(p, start, end)
         if not persons and (unknown := self.unobserved(p, start, end)):
             return unknown

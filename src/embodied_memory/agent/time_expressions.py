@@ -133,11 +133,10 @@ _NOISE = re.compile(r"\bgood (?:morning|afternoon|evening|night)\b")
 _HOUR = "(" + "|".join(_HOUR_WORDS) + r"|\d{1,2})"
 _MER = r"(?:\s?([ap])\.?m\b\.?)"
 _END = rf"(?:{_MER}|(?!\w))"
-_MINUTES = "(half|a quarter|quarter|twenty-five|twenty five|twenty|ten|five|\\d{1,2})"
+_MINUTES = "|".join(sorted(_MINUTE_WORDS, key=len, reverse=True))
 _CLOCK_FORMS = {
-    "past": rf"{_MINUTES}(?: minutes?)? (past|after) (?:{_HOUR}|(noon|midnight)){_END}",
-    "to": r"(half|a quarter|quarter|twenty-five|twenty five|twenty|ten|five|\d{1,2} minutes?) (to) "
-          rf"(?:{_HOUR}|(noon|midnight)){_END}",
+    "past": rf"({_MINUTES}|\d{{1,2}})(?: minutes?)? (past|after) (?:{_HOUR}|(noon|midnight)){_END}",
+    "to": rf"({_MINUTES}|\d{{1,2}} minutes?) (to) (?:{_HOUR}|(noon|midnight)){_END}",   # not "from 5 to 6"
     "hm": rf"(\d{{1,2}})([:.])(\d{{2}}){_END}",
     "oclock": rf"{_HOUR} ?o'?clock{_END}",
     "named": r"(noon|midday|midnight)(?!\w)",
@@ -151,9 +150,13 @@ _RANGE = re.compile(rf"\b(?:between|from) (?P<a>{_ANY_CLOCK}) ?(?:and|to|until|t
 _CLOCK_PREP_BEFORE = re.compile(r"\b(?:at|around|about|approximately|roughly|by|since|after|before|until|till)"
                                 r" $")
 # ... and before the end, a comma or a word that goes with a time ("at 3 people" is none)
-_FOLLOW_OK = re.compile(rf"\s*(?:$|[,;!?)]|\.(?!\d)|(?:today|yesterday|tonight|this|last|on|in|at|and|or|sharp"
-                        r"|exactly|precisely|then|between|from|around|before|after|until|till|the day before"
-                        rf"|{_COUNT} (?:day|week)s? ago|{_WEEKDAY_NAME})\b)")
+# ("about 3 in the kitchen" is a count, "at 3 in the afternoon" a time: _PART_AFTER)
+_FOLLOW_OK = re.compile(rf"\s*(?:$|[,;!?)]|\.(?!\d)|(?:today|yesterday|tonight|last (?:night|week|{_WEEKDAY_NAME})"
+                        rf"|on (?:{_WEEKDAY_NAME}|the \d|{_MONTH} \d)|and|or|sharp|exactly|precisely|between|from"
+                        rf"|around|before|after|until|till|the day before|{_COUNT} (?:day|week)s? ago"
+                        rf"|{_WEEKDAY_NAME})\b)")
+# after a date ("on may 3 in the lab"; not "may 3 times")
+_DATE_FOLLOW_OK = re.compile(rf"{_FOLLOW_OK.pattern}|\s+(?:in|at|during|when)\b")
 _PART_AFTER = re.compile(r"\s*(?:(?:in the|this) (?:morning|afternoon|evening)|at night|tonight)\b")
 
 # -- own ranges (the first that matches is the window) --------------------------------------------
@@ -442,7 +445,7 @@ def _own_day(m: str, today: dt.date) -> Optional[tuple[dt.date, tuple[int, int]]
         for r in pattern.finditer(m):
             guarded = kind == "the nth" or (kind != "iso" and not r.group(3) and r.group(1 if kind == "month day"
                                                                                          else 2) in _NAME_MONTHS)
-            if guarded and not _FOLLOW_OK.match(m, r.end()):
+            if guarded and not _DATE_FOLLOW_OK.match(m, r.end()):
                 continue   # "on the 3rd floor", "did you see may 3 times"
             day = _date(kind, r, today)
             if day is None:
@@ -562,9 +565,8 @@ def _parse(q: str, now: float, zone) -> Optional[TimeExpression]:
     return _expression(start, end, now, _phrases(q, spans), granularity)
 
 
-def _expression(start: float, end: float, now: float, phrases: list[str], granularity: str
-                ) -> Optional[TimeExpression]:
-    """The window clipped to [0, now]; None when it ends at or before the UNIX epoch."""
+def _expression(start: float, end: float, now: float, phrases: list[str], granularity: str) -> TimeExpression:
+    """The window clipped to [0, now]; ``_Unreadable`` when it ends at or before the UNIX epoch."""
     if end <= 0:
         raise _Unreadable(" ".join(phrases))
     end = min(end, now)
@@ -611,8 +613,12 @@ def _dotted(q: str, r: re.Match) -> bool:       # "12.30pm", "at 12.30"; not "co
     return bool(re.search(r"m\.?$", r.group(0))) or _in_context(q, r.start(), r.end())
 
 
+def _date_followed(q: str, r: re.Match) -> bool:
+    return bool(_DATE_FOLLOW_OK.match(q, r.end()))
+
+
 def _month(q: str, r: re.Match) -> bool:         # "may 3 at noon"; not "did you see may 3 times"
-    return not set(re.findall(r"[a-z]+", r.group(0))) & _NAME_MONTHS or _followed(q, r)
+    return not set(re.findall(r"[a-z]+", r.group(0))) & _NAME_MONTHS or _date_followed(q, r)
 
 
 # (pattern, check): a match with a check counts only where the check holds
@@ -627,7 +633,7 @@ _TIME_LIKE: list[tuple[re.Pattern, Optional[Callable[[str, re.Match], bool]]]] =
     (rf"\b{_WEEKDAY_NAME}\b", None),
     (r"\b(?:january|february|august|september|october|november|december)\b", None),
     (rf"\b{_MONTH}\.? (?:the )?\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH}\b", _month),
-    (r"\b(?:on|since) the \d{1,2}(?:st|nd|rd|th)\b", _followed),
+    (r"\b(?:on|since) the \d{1,2}(?:st|nd|rd|th)\b", _date_followed),
     (r"\b\d{4}-\d{1,2}-\d{1,2}\b|(?<![\w/])\d{1,2}/\d{1,2}(?:/\d{2,4})?(?![\w/])", None),
     (r"\b(?:today|yesterday|tonight|tomorrow)\b", None),
     (rf"\b{_COUNT} {_UNIT} ago\b|\b(?:last|past) {_COUNT} {_UNIT}\b|\b(?:last|this|past|previous) (?:month|year)\b",
