@@ -48,6 +48,9 @@ MON_AFTER_SPRING = at(2026, 3, 30, 10, 0)   # Monday; yesterday (Sunday 03-29) h
 SPRING_DAY = at(2026, 3, 29, 4, 0)          # Sunday of the change, an hour after 02:00 -> 03:00
 MON_AFTER_AUTUMN = at(2026, 10, 26, 10, 0)  # Monday; yesterday (Sunday 10-25) had 25 hours
 FRI = at(2026, 10, 30, 16, 0)               # Friday after the autumn change
+FRI_EARLY = at(2026, 10, 30, 9, 0)          # the same Friday, 09:00
+FRI_LATE = at(2026, 10, 30, 17, 0)          # the same Friday, 17:00
+SAT_NIGHT = at(2026, 10, 31, 0, 30)         # just after midnight on Saturday
 
 
 @dataclass
@@ -81,6 +84,7 @@ def span(start: float, end: float) -> Expected:
 
 NONE = Expected("none")
 A, S, U, F = MON_AFTER_SPRING, SPRING_DAY, MON_AFTER_AUTUMN, FRI
+E, L, N = FRI_EARLY, FRI_LATE, SAT_NIGHT
 CASES: list[tuple[str, float, Expected]] = [
     ("what happened today", A, day(D(2026, 3, 30), A)),
     ("who was in the kitchen yesterday", A, day(D(2026, 3, 29), A)),                 # 23 h
@@ -118,6 +122,32 @@ CASES: list[tuple[str, float, Expected]] = [
     ("who was in the lab at 8 in the evening", F, clock(D(2026, 10, 29), 20, 0)),
     ("what happened on 29 march", A, day(D(2026, 3, 29), A)),
     ("how many minutes did you see carol in the lab today", F, day(D(2026, 10, 30), F)),
+    # clock ranges: the range itself; without am/pm the readings that make a short span
+    ("who was in the lab between 2pm and 4pm", L, span(at(2026, 10, 30, 14), at(2026, 10, 30, 16))),
+    ("who was in the lab between 2pm and 4pm", E, span(at(2026, 10, 29, 14), at(2026, 10, 29, 16))),  # later: yesterday
+    ("who came by from 9 to 11", L, span(at(2026, 10, 30, 9), at(2026, 10, 30, 11))),
+    ("who was at the desk from 10:00 until noon", F, span(at(2026, 10, 30, 10), at(2026, 10, 30, 12))),
+    ("who was in the kitchen between 9 and 10 this morning", F, span(at(2026, 10, 30, 9), at(2026, 10, 30, 10))),
+    ("who was there yesterday between 14:00 and 15:30", A, span(at(2026, 3, 29, 14), at(2026, 3, 29, 15, 30))),
+    # more clock forms; an hour without am/pm is its latest past reading
+    ("what happened at 12.30", F, clock(D(2026, 10, 30), 12, 30)),
+    ("who was in the kitchen at half past two", F, clock(D(2026, 10, 30), 14, 30)),
+    ("who was in the kitchen at quarter to three", F, clock(D(2026, 10, 30), 14, 45)),
+    ("who was at the door at 3 o'clock", F, clock(D(2026, 10, 30), 15, 0)),
+    ("who was at the door at 3", F, clock(D(2026, 10, 30), 15, 0)),
+    ("what happened at 2:30", L, clock(D(2026, 10, 30), 14, 30)),
+    ("who was at the door at 8", E, clock(D(2026, 10, 30), 8, 0)),
+    ("who was at the door at 10", E, clock(D(2026, 10, 29), 22, 0)),
+    # tonight after midnight, the past week, "last" alone
+    ("what happened tonight", N, part(D(2026, 10, 30), "night", N)),
+    ("who came in past week", F, span(at(2026, 10, 23, 16), F)),
+    ("who arrived last today", F, day(D(2026, 10, 30), F)),
+    ("what happened on the 29th", F, day(D(2026, 10, 29), F)),
+    # no possible window: no window
+    ("what happened on february 30th", F, NONE),
+    ("what happened on the 31st", F, NONE),                                          # September has 30 days
+    ("what happened 10000000000000 days ago", F, NONE),
+    ("who arrived last", F, NONE),
     # no time phrase: no window
     ("where is bob now", F, NONE),
     ("when did you first see bob", F, NONE),

@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from embodied_memory.agent.question_parser import parse_time_window
+from embodied_memory.agent.time_expressions import parse_time_window
 from embodied_memory.calendar_windows import (clock_time, clock_window, day_window, day_window_at, local_date,
                                               part_of_day_window, recent_window, weekday_date)
 

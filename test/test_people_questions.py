@@ -203,3 +203,10 @@ def test_old_or_unobserved_is_said_so(agent):
     thursday = ask(agent, "Was Bob in the lab on Thursday?")       # the robot only patrolled the corridor
     assert thursday.status == "no_answer" and "did not look in the lab" in thursday.text
     assert ask(agent, "Was Bob in the corridor on Thursday?").binary != "yes"
+
+
+def test_a_time_the_parser_cannot_read_is_said_not_widened(agent):
+    ans = ask(agent, "Who was in the kitchen on February 30th?")
+    assert ans.status == "no_answer" and "could not read the time" in ans.text and not ans.persons
+    ranged = ask(agent, "Who was in the conference room between 10:10 and 11am today?")
+    assert ranged.persons == [BOB, CAROL] and ranged.evidence == ["o12"]           # 10:20 only

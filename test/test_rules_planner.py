@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from embodied_memory.agent.query_agent import AgentParams, QueryAgent
-from embodied_memory.agent.question_parser import parse_question, parse_time_window
+from embodied_memory.agent.question_parser import parse_question
+from embodied_memory.agent.time_expressions import parse_time_window
 from embodied_memory.agent.tools import StoreMemoryClient
 
 from conftest import shared_data

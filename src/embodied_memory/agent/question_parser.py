@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from ..calendar_windows import WEEKDAYS
 from .intents import IntentMatch, allowed_intents, canonical_form
 from .slots import STOP_WORDS, Mention, find_people, find_place, person_names, place_names
-from .time_expressions import parse_time_window
+from .time_expressions import parse_time_expression, unread_time_words
 
 KINDS = ("go", "where", "when", "how_long", "yes_no", "who", "how_many", "what")
 
@@ -64,6 +64,7 @@ class ParsedQuestion:
     unknown_person: str = ""                 # a person named in the question that no identity is
     unknown_place: str = ""                  # a place named in the question that is no known waypoint
     asks_now: bool = False                   # "now" / "at the moment" and no other time phrase
+    unread_time: list[str] = field(default_factory=list)   # time-like words the time parser could not read
     canonical: str = ""                      # the question with its slots replaced (intents.py)
     intent: Optional[IntentMatch] = None     # set when parsed with a classifier
 
@@ -88,7 +89,8 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     persons = find_people(question, people)
     persons = [m for i, m in enumerate(persons) if m.value not in {x.value for x in persons[:i]}]
     place = find_place(question, waypoints, exclude=persons)
-    start, end, time_words = parse_time_window(q, now, tz)
+    expression = parse_time_expression(q, now, tz)
+    start, end, time_words = (expression.start, expression.end, expression.phrases) if expression else (None, None, [])
     first = bool(re.search(r"\b(first|earliest|arrive|arrived|arrival|come in|came in|start|started|begin)\b", q))
     target_words = _object_words(q, persons, place, time_words)
     # "how many were there?": a count with nothing to count is a count of people
@@ -103,7 +105,8 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
                             place=place.value if place else "", start=start, end=end, first=first,
                             about_people=about_people, time_words=time_words,
                             unknown_person=unknown_person, unknown_place=unknown_place,
-                            asks_now=start is None and bool(_NOW.search(q)))
+                            asks_now=start is None and bool(_NOW.search(q)),
+                            unread_time=unread_time_words(q, expression))
     parsed.canonical = canonical_form(question, persons, place, unknown_person, time_words)
     if classifier is not None:
         named = len(persons) + bool(unknown_person and not persons)

@@ -111,6 +111,12 @@ class RulesPlanner:
 
     def _people(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
         match = p.intent
+        if p.unread_time:   # never a wider window than the one asked for
+            self.not_understood = True
+            words = ", ".join(repr(w) for w in p.unread_time)
+            return Answer(status=STATUS_NO_ANSWER, error=f"time not understood: {words}",
+                          text=f"I could not read the time in your question ({words}); could you say it another "
+                               "way, e.g. 'yesterday at 3pm' or 'between 2pm and 4pm'?")
         if not match.understood:
             self.not_understood = True
             why = ("not something the robot can see" if match.intent == OUT_OF_SCOPE else
