@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from embodied_memory.agent import time_expressions
+from embodied_memory.agent import day_phrases, time_expressions
 from embodied_memory.agent.time_expressions import (GRANULARITIES, TimeExpression, parse_time_expression,
                                                     parse_time_window, unread_time_words)
 from embodied_memory.calendar_windows import (day_of_month_date, day_window, days_window, latest_clock_time,
@@ -327,17 +327,17 @@ def test_dateparser_is_called_under_the_module_lock(monkeypatch):
     held = []
 
     def search(text, **kwargs):
-        held.append(time_expressions._DATEPARSER_LOCK.locked())
+        held.append(day_phrases._DATEPARSER_LOCK.locked())
         return [("yesterday", kwargs["settings"]["RELATIVE_BASE"] - dt.timedelta(1))]
 
-    monkeypatch.setattr(time_expressions, "_search_dates", lambda: search)
+    monkeypatch.setattr(day_phrases, "_search_dates", lambda: search)
     threads = [threading.Thread(target=parse_time_expression, args=("yesterday", FRI, ZURICH)) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert held == [True] * 4
-    assert not time_expressions._DATEPARSER_LOCK.locked()
+    assert not day_phrases._DATEPARSER_LOCK.locked()
 
 
 def test_contract_of_parse_time_window():
