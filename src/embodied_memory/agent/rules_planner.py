@@ -105,8 +105,9 @@ class RulesPlanner:
 
     @staticmethod
     def _about_people(p: ParsedQuestion) -> bool:
-        """A question about someone named or about people in general, whose intent is a people one."""
-        return (p.intent is not None and (bool(p.person) or p.about_people)
+        """A question about someone named or about people in general, whose intent is a people one
+        (a command, "go to where you saw Alice", is driven by ``_go``)."""
+        return (p.intent is not None and p.kind != "go" and (bool(p.person) or p.about_people)
                 and (p.intent.intent in PEOPLE_INTENTS or not p.intent.understood))
 
     def _people(self, p: ParsedQuestion, tools: ToolBox) -> Answer:

@@ -54,8 +54,8 @@ class QueryAgentNode(Node):
             from .navigation_client import NavigateClient
             self.navigator = NavigateClient(self, self.params.navigation_action, self.params.navigation_timeout_s)
         self.agent = QueryAgent(memory, agent_params)   # the navigate tool is per question: AskAndAct only
-        # off the executor: questions that arrive meanwhile wait for the intent bank, nothing else does
-        threading.Thread(target=self._warm_up, name="rules_warm_up", daemon=True).start()
+        # before the services exist: a first question must not wait (and a client retry find "busy")
+        self._warm_up()
         self.on_params_changed = lambda p: setattr(self.agent, "params", p)   # planner, rules: next question
         act = self.params.ask_and_act_action
         self.ask_hooks = QuestionHooks(no_navigate=(
@@ -85,8 +85,10 @@ class QueryAgentNode(Node):
             f"{self.budget_s:.0f} s per question)")
 
     def _warm_up(self) -> None:
+        started = time.monotonic()
         try:
             self.agent.warm_up()
+            self.get_logger().info(f"rules planner ready (intent bank, time parser) in {time.monotonic() - started:.1f} s")
         except Exception as exc:  # noqa: BLE001 - the first question then loads it (and reports why not)
             self.get_logger().error(f"rules planner warm-up failed: {type(exc).__name__}: {exc}")
 
