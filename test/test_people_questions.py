@@ -210,3 +210,15 @@ def test_a_time_the_parser_cannot_read_is_said_not_widened(agent):
     assert ans.status == "no_answer" and "could not read the time" in ans.text and not ans.persons
     ranged = ask(agent, "Who was in the conference room between 10:10 and 11am today?")
     assert ranged.persons == [BOB, CAROL] and ranged.evidence == ["o12"]           # 10:20 only
+
+
+def test_new_user_findings(agent):
+    """Who came first of everyone, a day the robot was off, shared rooms only, slips in names."""
+    first = ask(agent, "Who arrived first today?")
+    assert first.persons[0] == ALICE and first.evidence == ["o9"]
+    off = ask(agent, "Was Bob here on Wednesday?")                   # the robot recorded nothing that day
+    assert off.status == "no_answer" and "recorded nothing" in off.text
+    shared = ask(agent, "Where does Carol usually work?")
+    assert shared.waypoint == "conference_room" and shared.text.startswith("I only saw Carol Smith in shared rooms")
+    assert ask(agent, "Where is Alcie right now?").waypoint == "open_office"
+    assert ask(agent, "When did Bob come in on Mon?").status == "ok"   # "Mon" is a day, not a person

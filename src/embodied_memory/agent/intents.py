@@ -42,7 +42,7 @@ OUT_OF_SCOPE = "out_of_scope"                     # what a robot's memory cannot
 # intents answered by one handler (a near tie between them is no ambiguity)
 # which intents a question's slots allow: by the number of people it names
 TWO_PEOPLE = ("who_first", "together")
-NO_PERSON = ("who_in", "count", "first_time", "was_in", OUT_OF_SCOPE) + GENERAL
+NO_PERSON = ("who_in", "count", "first_time", "was_in", "who_first", OUT_OF_SCOPE) + GENERAL
 ONE_PERSON = ("last_place", "where_now", "last_time", "first_seen", "arrival", "departure", "was_in", "duration",
               "with_whom", "absent_days", "habit_place", "habit_time", OUT_OF_SCOPE) + GENERAL
 

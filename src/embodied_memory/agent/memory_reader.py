@@ -54,6 +54,10 @@ class MemoryReader:
                                                    "order": "newest"})
         return rows[0] if rows else None
 
+    def recorded(self, start: float, end: float) -> bool:
+        """Whether the robot recorded anything in [start, end] (it was on)."""
+        return bool(self.call("observations_between", {"t_start": start, "t_end": end, "limit": 1}))
+
     def persons_between(self, start: float, end: float) -> list[dict]:
         """Everyone seen in [start, end], by first sighting: person, first_t / last_t (UNIX),
         first_id / last_id (observation ids), sightings."""

@@ -74,9 +74,14 @@ class PeopleAnswers:
         return 0.0, now
 
     def unobserved(self, p: ParsedQuestion, start: float, end: float) -> Optional[Answer]:
-        """"I don't know" when the robot did not look at the question's place in the window (a
-        "no" or "nobody" would be a guess); None when it did, or the question names no place."""
-        if not p.place or self.reader.looked_at(p.place, start, end):
+        """"I don't know" when the robot did not look at the question's place in the window, or
+        recorded nothing at all then (a "no" or "nobody" would be a guess); None when it did."""
+        if not p.place:
+            if self.reader.recorded(start, end):
+                return None
+            text = f"I don't know: I recorded nothing {self._when(p) or 'in that time'}."
+            return Answer(status=STATUS_NO_ANSWER, text=text, error=text)
+        if self.reader.looked_at(p.place, start, end):
             return None
         place = p.place.replace("_", " ")
         last = self.reader.looked_at(p.place, 0.0, self.tools.now)
@@ -149,7 +154,8 @@ class PeopleAnswers:
         return self.last_sighting(p, "ever", "time", "I last saw {name} {at}, at {place}.")
 
     def departure(self, p: ParsedQuestion) -> Answer:
-        ans = self.last_sighting(p, "today", "time", "{name} left {at} (last seen at {place}).")
+        ans = self.last_sighting(p, "today", "time", "{name} was last seen {at} at {place} (they may have stayed "
+                                                     "on after I looked).")
         if ans.status == "ok" and self._age(ans) < STILL_HERE_S:
             ans.text = f"I last saw {self.name(p.person)} {self.at(ans.time)} at " \
                        f"{(ans.waypoint or 'an unknown place').replace('_', ' ')}; they may not have left yet."
@@ -160,7 +166,8 @@ class PeopleAnswers:
         return self.first_sighting(p, "ever", "I first saw {name} {at}, at {place}.")
 
     def arrival(self, p: ParsedQuestion) -> Answer:
-        return self.first_sighting(p, "today", "{name} arrived {at} (first seen at {place}).")
+        return self.first_sighting(p, "today", "{name} was first seen {at} at {place} (the earliest I saw them: "
+                                               "they may have come in before I looked).")
 
     # -- presence -------------------------------------------------------------------------------
     def was_in(self, p: ParsedQuestion) -> Answer:
@@ -198,9 +205,11 @@ class PeopleAnswers:
         minutes = observed_minutes(visits, lambda r: r["t"])
         spans = ", ".join(f"{self._hhmm(v[0]['t'])}-{self._hhmm(v[-1]['t'])}" for v in visits)
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
+        text = f"I saw {self.name(p.person)}{where} for about {minutes:.0f} minutes ({len(visits)} visit(s): {spans})"
+        if len(visits) > 1:   # between visits the robot was elsewhere: the stay may have gone on
+            text += "; I was not there in between, so the stay may have been longer"
         ans = Answer(type="duration", duration_minutes=round(minutes, 1), waypoint=p.place, confidence=0.6,
-                     text=f"{self.name(p.person)} was{where} for about {minutes:.0f} minutes "
-                          f"({len(visits)} visit(s): {spans}).")
+                     text=text + ".")
         return self._evidence(ans, rows)
 
     def who_in(self, p: ParsedQuestion) -> Answer:
@@ -227,6 +236,14 @@ class PeopleAnswers:
     # -- two people --------------------------------------------------------------------------------
     def who_first(self, p: ParsedQuestion) -> Answer:
         start, end = self.window(p, "today")
+        if not p.person2:   # "who arrived first today?" (or "did Bob come in first?"): of everyone seen
+            seen = self._first_sightings(start, end)
+            if not seen:
+                return self.unobserved(p, start, end) or self.not_seen("anyone", p)
+            first = seen[0]
+            ans = Answer(type="persons", persons=[r["person"] for r in seen], confidence=0.5,
+                         text=f"{self.name(first['person'])} came first (first seen {self.at(first['t'])}).")
+            return self._evidence(ans, seen[:1])
         firsts = {}
         for person in (p.person, p.person2):
             rows = self.reader.person_sightings(person, start, end, first_only=True)
@@ -301,18 +318,23 @@ class PeopleAnswers:
         return self.reader.person_sightings(p.person, start, end)
 
     def habit_place(self, p: ParsedQuestion) -> Answer:
-        rows = [r for r in self._all_sightings(p) if r.get("waypoint") and room_kind(r["waypoint"]) not in NOT_WORKPLACES]
-        if not rows:
+        """The workplace seen on most days; seen only in shared rooms: the most seen of those, said so."""
+        seen = [r for r in self._all_sightings(p) if r.get("waypoint")]
+        if not seen:
             return self.not_seen(self.name(p.person), p)
+        rows = [r for r in seen if room_kind(r["waypoint"]) not in NOT_WORKPLACES] or seen
         days: dict[str, set] = {}
         count: dict[str, int] = {}
         for r in rows:
             days.setdefault(r["waypoint"], set()).add(local_date(r["t"], self.tools.tz))
             count[r["waypoint"]] = count.get(r["waypoint"], 0) + 1
         place = min(days, key=lambda w: (-len(days[w]), -count[w], w))
-        ans = Answer(type="waypoint", waypoint=place, confidence=0.6,
-                     text=f"{self.name(p.person)} usually works in the {place.replace('_', ' ')} "
-                          f"(seen there on {len(days[place])} day(s)).")
+        room, n = place.replace("_", " "), len(days[place])
+        shared = room_kind(place) in NOT_WORKPLACES
+        ans = Answer(type="waypoint", waypoint=place, confidence=0.3 if shared or n < 2 else 0.6,
+                     text=(f"I only saw {self.name(p.person)} in shared rooms, most often the {room} "
+                           f"(on {n} day(s))." if shared else
+                           f"{self.name(p.person)} usually works in the {room} (seen there on {n} day(s))."))
         return self._evidence(ans, [r for r in rows if r["waypoint"] == place])
 
     def habit_time(self, p: ParsedQuestion) -> Answer:

@@ -95,7 +95,7 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     target_words = _object_words(q, persons, place, time_words)
     # "how many were there?": a count with nothing to count is a count of people
     about_people = bool(_PEOPLE_WORDS.search(q)) or bool(re.search(r"\bhow many\b", q) and not target_words)
-    unknown_person, unknown_place = _unknown_names(question, q, people_names, places)
+    unknown_person, unknown_place = _unknown_names(question, q, people_names, places, persons)
     if not unknown_place:
         unknown_place = _unknown_place(q, kind, places, bool(persons or unknown_person or about_people),
                                        frozenset(w for name in people_names for w in name.split()))
@@ -149,7 +149,9 @@ def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time
 _DETERMINERS = {"the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that", "these",
                 "those", "some", "any", "every", "each", "no"}
 _CALENDAR_WORDS = set(WEEKDAYS) | {"january", "february", "march", "april", "may", "june", "july", "august",
-                                   "september", "october", "november", "december"}
+                                   "september", "october", "november", "december"} | {
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+    "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "noon", "midnight"}
 # words that make a phrase after "in/at the" a place, whoever the question is about
 _ROOM_WORDS = set("""room ballroom hall hallway corridor kitchen office lobby foyer atrium lab laboratory garage garden
 yard courtyard entrance reception bathroom toilet restroom washroom cafeteria canteen library basement attic cellar
@@ -165,9 +167,10 @@ _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory",
 
 
 def _unknown_names(question: str, q: str, person_names: dict[str, str],
-                   place_names: dict[str, str]) -> tuple[str, str]:
+                   place_names: dict[str, str], matched: list[Mention] = ()) -> tuple[str, str]:
     """(person, place) named in the question that the memory has no identity / waypoint for: an
-    identity-shaped id ("person_9999") or a capitalised name that is nobody's display name."""
+    identity-shaped id ("person_9999") or a capitalised name that is nobody's display name (a
+    word already matched to a person, "Alicee" for Alice, is no unknown name)."""
     person_prefixes = {"person"} | {k.split("_")[0] for k in person_names if re.fullmatch(r"[a-z]+_\d+", k)}
     place_prefixes = {"waypoint", "wp"} | {k.split("_")[0] for k in place_names if re.fullmatch(r"[a-z]+_\d+", k)}
     for m in re.finditer(r"\b([a-z]+)[_ ](\d+)\b", q):
@@ -187,7 +190,7 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
         word = re.sub(r"'s$", "", tok.group(0))
         gap = question[tokens[i - 1].end():tok.start()] if i else ""
         capitalised = i > 0 and not re.search(r"[.!?;]", gap) and re.fullmatch(r"[A-Z][a-z]+", word) is not None
-        if not capitalised:
+        if not capitalised or any(m.start <= tok.start() < m.end for m in matched):
             continue
         if run_end == i - 1 and gap.strip() == "" and not tokens[i - 1].group(0).endswith("'s"):
             runs[-1][0].append(word)

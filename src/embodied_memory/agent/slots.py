@@ -4,8 +4,9 @@ People are matched against identity ids and the operator's display names (a disp
 first word names its person when nobody else shares it); places against waypoint ids, their
 words ("manager_office" is "manager office"), a few common synonyms ("meeting room" for a
 conference room, "break room" for a kitchen) and a waypoint's distinctive word ("the studio"
-for "design_studio").  Spelling slips are forgiven with ``rapidfuzz`` (``FUZZY_MIN`` of 100 on
-phrases of at least ``FUZZY_MIN_CHARS`` characters, never on stop words): "Carrol" is Carol.
+for "design_studio").  Spelling slips are forgiven with ``rapidfuzz`` on phrases of at least
+``FUZZY_MIN_CHARS`` characters, never on stop words: a ratio of at least ``FUZZY_MIN`` (of 100)
+or one edit, a swap of two letters included ("Carrol", "Alcie" and "Alicee" are Carol and Alice).
 
 ``room_kind`` tells what a place is for from its words (lunch, meeting, passage): a usual
 workplace is never a shared room, lunch happens in lunch rooms.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 
 FUZZY_MIN = 86.0           # rapidfuzz ratio (0..100) for a slip of the pen
 FUZZY_MIN_CHARS = 5        # shorter names must be spelled right ("Ann" is not "and")
@@ -104,6 +106,11 @@ def _names_a_person(question: str, m: "Mention") -> bool:
     return not (word in _MONTHS and re.match(r"\s*\d", question[m.end:]))
 
 
+def _similar(a: str, b: str, score_cutoff: float = 0.0, **_) -> float:
+    """rapidfuzz's ratio, or 100 for one edit (a swap of two neighbours counts as one)."""
+    return 100.0 if OSA.distance(a, b, score_cutoff=1) <= 1 else fuzz.ratio(a, b, score_cutoff=score_cutoff)
+
+
 def _find(question: str, names: dict[str, str], fuzzy: bool = True) -> list[Mention]:
     """Non-overlapping mentions of ``names`` (lower-case phrase -> id), longest and best first,
     returned in question order."""
@@ -120,7 +127,7 @@ def _find(question: str, names: dict[str, str], fuzzy: bool = True) -> list[Ment
                 candidates.append((100.0, i, phrase, names[phrase]))
             elif (fuzzy and keys and len(phrase) >= FUZZY_MIN_CHARS
                   and not any(t[0] in STOP_WORDS or t[0].isdigit() for t in span)):
-                best = process.extractOne(phrase, keys, scorer=fuzz.ratio, score_cutoff=FUZZY_MIN)
+                best = process.extractOne(phrase, keys, scorer=_similar, score_cutoff=FUZZY_MIN)
                 if best is not None:
                     candidates.append((float(best[1]), i, phrase, names[best[0]]))
         for score, i, phrase, value in sorted(candidates, key=lambda c: (-c[0], c[1])):
