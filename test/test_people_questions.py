@@ -219,6 +219,20 @@ def test_new_user_findings(agent):
     off = ask(agent, "Was Bob here on Wednesday?")                   # the robot recorded nothing that day
     assert off.status == "no_answer" and "recorded nothing" in off.text
     shared = ask(agent, "Where does Carol usually work?")
-    assert shared.waypoint == "conference_room" and shared.text.startswith("I only saw Carol Smith in shared rooms")
+    assert shared.status == "no_answer" and shared.text == (
+        "I don't know where Carol Smith usually works: I only saw them in shared rooms, most often the "
+        "conference room (on 1 day(s)).") and shared.evidence == ["o11", "o12"]
     assert ask(agent, "Where is Alcie right now?").waypoint == "open_office"
     assert ask(agent, "When did Bob come in on Mon?").status == "ok"   # "Mon" is a day, not a person
+
+
+def test_second_review_findings(agent):
+    """A default window is said; "ever"; a "no" with where the person was; "how long ago"."""
+    together = ask(agent, "Were Alice and Bob together?")
+    assert together.binary == "no" and together.text.endswith("together today.")
+    assert ask(agent, "Have you ever seen Alice with Bob?").binary == "yes"          # Monday
+    elsewhere = ask(agent, "Was Carol in the lab today?")
+    assert elsewhere.binary == "no" and "I saw them at kitchen at 12:05" in elsewhere.text
+    ago = ask(agent, "How long ago did you see Bob?")
+    assert ago.type == "time" and local(ago.time) == "Sun 16:30"
+    assert ask(agent, "where is may?").waypoint == "lab"                             # lower case: still May

@@ -49,7 +49,7 @@ ONE_PERSON = ("last_place", "where_now", "last_time", "first_seen", "arrival", "
 
 # a question's leading wh-word says what kind of answer it wants
 WH_INTENTS = {
-    "when": ("last_time", "first_seen", "arrival", "departure", "habit_time"),
+    "when": ("last_time", "first_seen", "arrival", "departure", "habit_time", "absent_days"),
     "where": ("last_place", "where_now", "habit_place"),
     "how long": ("duration",),
     "how many": ("count",),

@@ -14,6 +14,7 @@ never a guess; every answer carries the ids of the observations it rests on.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import statistics
 from typing import Callable, Optional
 
@@ -27,6 +28,7 @@ from .visits import observed_minutes, split_visits
 NOT_WORKPLACES = ("lunch", "meeting", "passage")
 LUNCH_KINDS = ("lunch",)
 MAX_EVIDENCE = 10
+_EVER = re.compile(r"\b(ever|at any time|at all)\b", re.IGNORECASE)
 RECENT_S = 2 * 3600        # "where is X now": a sighting older than this says where X was, not is
 STILL_HERE_S = 30 * 60     # "when did X leave": a last sighting this recent may not be a departure
 NOW_S = 10 * 60            # "who is in the kitchen now": what the robot saw there this recently
@@ -56,20 +58,26 @@ class PeopleAnswers:
         return f"{day}at {local:%H:%M}"
 
     def _when(self, p: ParsedQuestion) -> str:
-        """The question's time phrase, for the answer's text ("today", "on monday"), or ""."""
-        return " ".join(p.time_words) if p.time_words else ""
+        """The question's time phrase for the answer's text ("on monday"), or the default window
+        the last ``window`` call used ("today"): a "no" must say for when; "" for all time."""
+        return " ".join(p.time_words) if p.time_words else getattr(self, "_default", "")
 
     def window(self, p: ParsedQuestion, default: str) -> tuple[float, float]:
         """The question's window; without one ``default``: "ever", "today" or "week" (since Monday);
         "now" about a place: the last NOW_S."""
         now = self.tools.now
+        self._default = ""
         if p.asks_now and p.place:
             return max(0.0, now - NOW_S), now
         if p.start is not None or p.end is not None:
             return p.start or 0.0, min(p.end or now, now)
+        if _EVER.search(p.text):
+            return 0.0, now
         if default == "today":
+            self._default = "today"
             return day_window_at(now, self.tools.tz)[0], now
         if default == "week":
+            self._default = "this week"
             return week_window(local_date(now, self.tools.tz), self.tools.tz)[0], now
         return 0.0, now
 
@@ -184,11 +192,22 @@ class PeopleAnswers:
             rows = self._first_sightings(start, end)
             who = "anyone"
         if not rows:
+            elsewhere = self.reader.person_sightings(p.person, start, end, last_only=True) if p.person and p.place \
+                else []
+            if elsewhere:   # seen, but somewhere else: a real "no", with where they were
+                row = elsewhere[-1]
+                ans = Answer(type="binary", binary="no", confidence=0.7, text=(
+                    f"No, I did not see {who}{where}{when}; I saw them at "
+                    f"{(row.get('waypoint') or 'an unknown place').replace('_', ' ')} {self.at(row['t'])}."))
+                return self._evidence(ans, elsewhere)
             return self.unobserved(p, start, end) or Answer(
                 type="binary", binary="no", confidence=0.6, text=f"No, I did not see {who}{where}{when}.")
         last = rows[-1]
+        if who == "anyone":
+            seen = list(dict.fromkeys(x for r in rows for x in (r.get("persons") or [r.get("person")]) if x))
+            who = ", ".join(self.name(x) for x in seen) or who
         ans = Answer(type="binary", binary="yes", confidence=0.8, waypoint=last.get("waypoint", ""),
-                     text=f"Yes, I saw {who}{where}{when} (last at {self._hhmm(last['t'])}).")
+                     text=f"Yes, I saw {who}{where}{when} (last {self.at(last['t'])}).")
         return self._evidence(ans, rows)
 
     def duration(self, p: ParsedQuestion) -> Answer:
@@ -229,8 +248,8 @@ class PeopleAnswers:
             return unknown
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
         ans = Answer(type="count", count=len(persons), persons=persons, confidence=0.5,
-                     text=f"{len(persons)} people{where}" + (f": {', '.join(self.name(x) for x in persons)}."
-                                                             if persons else "."))
+                     text=f"{len(persons)} {'person' if len(persons) == 1 else 'people'}{where}"
+                     + (f": {', '.join(self.name(x) for x in persons)}." if persons else "."))
         return self._evidence(ans, rows)
 
     # -- two people --------------------------------------------------------------------------------
@@ -282,7 +301,8 @@ class PeopleAnswers:
                               f"{(last.get('waypoint') or 'somewhere').replace('_', ' ')}).")
             return self._evidence(ans, both)
         ans = Answer(type="binary", binary="no", confidence=0.5,
-                     text=f"No, I did not see {a} and {b} together." if rows else f"No, I did not see {a}.")
+                     text=(f"No, I did not see {a} and {b} together" if rows else f"No, I did not see {a}")
+                     + (f" {self._when(p)}." if self._when(p) else "."))
         return self._evidence(ans, rows)
 
     # -- over days ----------------------------------------------------------------------------------
@@ -310,8 +330,11 @@ class PeopleAnswers:
         start, end = self.window(p, "today")
         persons, rows = self._persons_in(p, start, end)
         new = [x for x in persons if not self.reader.person_sightings(x, 0.0, max(0.0, start - 1e-3), first_only=True)]
+        if not new and (unknown := self.unobserved(p, start, end)):
+            return unknown
         text = f"New: {', '.join(self.name(x) for x in new)}." if new else "I saw nobody for the first time."
-        return self._evidence(Answer(type="persons", persons=new, confidence=0.5, text=text), rows)
+        evidence = [r for r in rows if set(r.get("persons") or [r.get("person")]) & set(new)]
+        return self._evidence(Answer(type="persons", persons=new, confidence=0.5, text=text), evidence)
 
     def _all_sightings(self, p: ParsedQuestion) -> list[dict]:
         start, end = self.window(p, "ever")
@@ -330,12 +353,15 @@ class PeopleAnswers:
             count[r["waypoint"]] = count.get(r["waypoint"], 0) + 1
         place = min(days, key=lambda w: (-len(days[w]), -count[w], w))
         room, n = place.replace("_", " "), len(days[place])
-        shared = room_kind(place) in NOT_WORKPLACES
-        ans = Answer(type="waypoint", waypoint=place, confidence=0.3 if shared or n < 2 else 0.6,
-                     text=(f"I only saw {self.name(p.person)} in shared rooms, most often the {room} "
-                           f"(on {n} day(s))." if shared else
-                           f"{self.name(p.person)} usually works in the {room} (seen there on {n} day(s))."))
-        return self._evidence(ans, [r for r in rows if r["waypoint"] == place])
+        evidence = [r for r in rows if r["waypoint"] == place]
+        if room_kind(place) in NOT_WORKPLACES:   # no workplace seen: say so, with what was seen
+            text = (f"I don't know where {self.name(p.person)} usually works: I only saw them in shared rooms, "
+                    f"most often the {room} (on {n} day(s)).")
+            return self._evidence(Answer(status=STATUS_NO_ANSWER, text=text, error=text), evidence)
+        ans = Answer(type="waypoint", waypoint=place, confidence=0.3 if n < 2 else 0.6,
+                     text=f"{self.name(p.person)} usually works in the {room} (seen there on {n} day(s)"
+                          + ("; one day is no habit yet)." if n < 2 else ")."))
+        return self._evidence(ans, evidence)
 
     def habit_time(self, p: ParsedQuestion) -> Answer:
         lunch: dict[dt.date, dict] = {}

@@ -86,7 +86,7 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     if kind == "yes_no" and re.search(r"\b\w+ or \w+", q):  # "did you turn left or right?" is a choice
         kind = "what"
     people_names, places = person_names(people), place_names(waypoints)
-    persons = find_people(question, people)
+    persons = find_people(question, people, waypoints)
     persons = [m for i, m in enumerate(persons) if m.value not in {x.value for x in persons[:i]}]
     place = find_place(question, waypoints, exclude=persons)
     expression = parse_time_expression(q, now, tz)
@@ -120,7 +120,8 @@ _POLITE = re.compile(r"^((so|and|ok|okay|hey|hi|please|robot|excuse me|sorry)[ ,
 _WH = [(re.compile(p), wh) for p, wh in (
     (r"^(when|what time|at what time|around what time|how early|how late)\b", "when"),
     (r"^(where|which room|in which room|what room|in what room|which place)\b", "where"),
-    (r"^(for )?how (long|much time)\b", "how long"), (r"^how many\b", "how many"),
+    (r"^(for )?how (long|much time)\b(?! ago| since)", "how long"), (r"^how long (ago|since)\b", "when"),
+    (r"^how many\b", "how many"),
     (r"^(who|whom|with whom|which people|which of)\b", "who"))]
 
 

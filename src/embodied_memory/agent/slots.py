@@ -95,25 +95,36 @@ def _tokens(question: str) -> list[tuple[str, int, int]]:
     return out
 
 
+_PRONOUNS = {"i", "you", "we", "they", "he", "she", "it", "me", "us"}
+
+
 def _names_a_person(question: str, m: "Mention") -> bool:
-    """False for a common word that only looks like a name here ("May I...", "on May 3rd")."""
+    """False for a common word that only looks like a name here: a modal before a pronoun
+    ("May I ask", "will you"), a month before a number ("May 3rd"), a word that starts the
+    question ("Will Bob come?"); "where is may?" and "Did you see May?" name May."""
     word = fold(m.text)
     if word not in _COMMON_WORDS:
         return True
-    before = question[:m.start].rstrip()
-    if not m.text[:1].isupper() or not before or before[-1] in ".?!:;":
+    after = question[m.end:].lstrip().lower()
+    if after.split(" ", 1)[0].strip("?,.!") in _PRONOUNS or (word in _MONTHS and re.match(r"\d", after)):
         return False
-    return not (word in _MONTHS and re.match(r"\s*\d", question[m.end:]))
-
+    before = question[:m.start].rstrip()
+    if not before or before[-1] in ".?!:;":
+        return False
+    return m.text[:1].isupper() or word not in STOP_WORDS     # "where is will": "will" is a verb
 
 def _similar(a: str, b: str, score_cutoff: float = 0.0, **_) -> float:
-    """rapidfuzz's ratio, or 100 for one edit (a swap of two neighbours counts as one)."""
-    return 100.0 if OSA.distance(a, b, score_cutoff=1) <= 1 else fuzz.ratio(a, b, score_cutoff=score_cutoff)
+    """rapidfuzz's ratio; 99 for one edit (a swap of two neighbours counts as one) when the
+    first letters agree ("Alcie" is Alice, "Robby" is not Bobby)."""
+    if a[:1] == b[:1] and OSA.distance(a, b, score_cutoff=1) <= 1:
+        return 99.0
+    return fuzz.ratio(a, b, score_cutoff=score_cutoff)
 
 
-def _find(question: str, names: dict[str, str], fuzzy: bool = True) -> list[Mention]:
+def _find(question: str, names: dict[str, str], fuzzy: bool = True,
+          blocked: tuple[tuple[int, int], ...] = ()) -> list[Mention]:
     """Non-overlapping mentions of ``names`` (lower-case phrase -> id), longest and best first,
-    returned in question order."""
+    returned in question order; no fuzzy match over a ``blocked`` span (a place named exactly)."""
     tokens = _tokens(question)
     keys = list(names)
     found: list[Mention] = []
@@ -126,10 +137,12 @@ def _find(question: str, names: dict[str, str], fuzzy: bool = True) -> list[Ment
             if phrase in names:
                 candidates.append((100.0, i, phrase, names[phrase]))
             elif (fuzzy and keys and len(phrase) >= FUZZY_MIN_CHARS
-                  and not any(t[0] in STOP_WORDS or t[0].isdigit() for t in span)):
-                best = process.extractOne(phrase, keys, scorer=_similar, score_cutoff=FUZZY_MIN)
-                if best is not None:
-                    candidates.append((float(best[1]), i, phrase, names[best[0]]))
+                  and not any(t[0] in STOP_WORDS or t[0].isdigit() for t in span)
+                  and not any(a < span[-1][2] and span[0][1] < b for a, b in blocked)):
+                near = process.extract(phrase, keys, scorer=_similar, score_cutoff=FUZZY_MIN, limit=2)
+                # two different names as near ("Marie": Maria or Mario?): no guess
+                if near and not (len(near) > 1 and near[1][1] == near[0][1] and names[near[1][0]] != names[near[0][0]]):
+                    candidates.append((float(near[0][1]), i, phrase, names[near[0][0]]))
         for score, i, phrase, value in sorted(candidates, key=lambda c: (-c[0], c[1])):
             if any(j in taken for j in range(i, i + n)):
                 continue
@@ -180,8 +193,11 @@ def place_names(waypoints: Iterable[str]) -> dict[str, str]:
     return names
 
 
-def find_people(question: str, people: Iterable[dict]) -> list[Mention]:
-    return [m for m in _find(question, person_names(people)) if _names_a_person(question, m)]
+def find_people(question: str, people: Iterable[dict], waypoints: Iterable[str] = ()) -> list[Mention]:
+    """People named in the question; a place named exactly there ("the lobby") is no slip of a
+    person's name ("Bobby")."""
+    places = tuple((m.start, m.end) for m in _find(question, place_names(waypoints), fuzzy=False))
+    return [m for m in _find(question, person_names(people), blocked=places) if _names_a_person(question, m)]
 
 
 def find_place(question: str, waypoints: Iterable[str], exclude: Iterable[Mention] = ()) -> Optional[Mention]:
