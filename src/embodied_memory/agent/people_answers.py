@@ -2,7 +2,7 @@
 
 Definitions (what a patrolling robot can know): arrival / leaving is the first / last sighting
 of the day; a stay lasts from its first to its last sighting (``visits``); two people were
-together when one observation shows both; a person was absent on a day the robot was active
+together when the robot saw both at one place within COPRESENCE_S; a person was absent on a day the robot was active
 and did not see them; new people are those whose first sighting ever falls in the window; a
 usual workplace is the room (never a lunch room, meeting room or passage: ``slots.room_kind``)
 seen on most days, a usual lunch time the median over days of the first sighting in a lunch
@@ -32,6 +32,7 @@ _EVER = re.compile(r"\b(ever|at any time|at all)\b", re.IGNORECASE)
 RECENT_S = 2 * 3600        # "where is X now": a sighting older than this says where X was, not is
 STILL_HERE_S = 30 * 60     # "when did X leave": a last sighting this recent may not be a departure
 NOW_S = 10 * 60            # "who is in the kitchen now": what the robot saw there this recently
+COPRESENCE_S = 3 * 60      # seen in one place this close in time: together
 
 
 class PeopleAnswers:
@@ -278,12 +279,25 @@ class PeopleAnswers:
                      text=f"{self.name(order[0])} came first ({seen}{unseen}).")
         return self._evidence(ans, [firsts[x] for x in order])
 
+    def _companions(self, person: str, rows: list[dict]) -> list[dict]:
+        """Observations at the places ``person`` was seen, within COPRESENCE_S of a sighting
+        there, that show someone else: one view need not show both people in one room."""
+        out: dict[str, dict] = {}
+        for visit in split_visits(rows, lambda r: r["t"], gap_s=COPRESENCE_S):
+            for place in {r.get("waypoint") for r in visit if r.get("waypoint")}:
+                times = [r["t"] for r in visit if r.get("waypoint") == place]
+                for r in self.reader.place_history(place, times[0] - COPRESENCE_S, times[-1] + COPRESENCE_S):
+                    if any(x != person for x in r.get("persons", [])) and \
+                            min(abs(r["t"] - t) for t in times) <= COPRESENCE_S:
+                        out[r["id"]] = r
+        return sorted(out.values(), key=lambda r: r["t"])
+
     def with_whom(self, p: ParsedQuestion) -> Answer:
         start, end = self.window(p, "today")
         rows = self.reader.person_sightings(p.person, start, end, p.place)
         if not rows:
             return self.not_seen(self.name(p.person), p)
-        together = [r for r in rows if len(r.get("persons", [])) > 1]
+        together = self._companions(p.person, rows)
         persons = list(dict.fromkeys(x for r in together for x in r["persons"] if x != p.person))
         text = (f"I saw {self.name(p.person)} with {', '.join(self.name(x) for x in persons)}." if persons
                 else f"I saw {self.name(p.person)} with nobody else.")
@@ -292,12 +306,12 @@ class PeopleAnswers:
     def together(self, p: ParsedQuestion) -> Answer:
         start, end = self.window(p, "today")
         rows = self.reader.person_sightings(p.person, start, end, p.place)
-        both = [r for r in rows if p.person2 in r.get("persons", [])]
+        both = [r for r in self._companions(p.person, rows) if p.person2 in r.get("persons", [])] if rows else []
         a, b = self.name(p.person), self.name(p.person2)
         if both:
             last = both[-1]
             ans = Answer(type="binary", binary="yes", confidence=0.8, waypoint=last.get("waypoint", ""),
-                         text=f"Yes, I saw {a} and {b} together (last at {self._hhmm(last['t'])}, "
+                         text=f"Yes, I saw {a} and {b} together (last {self.at(last['t'])}, "
                               f"{(last.get('waypoint') or 'somewhere').replace('_', ' ')}).")
             return self._evidence(ans, both)
         ans = Answer(type="binary", binary="no", confidence=0.5,
