@@ -236,3 +236,17 @@ def test_second_review_findings(agent):
     ago = ask(agent, "How long ago did you see Bob?")
     assert ago.type == "time" and local(ago.time) == "Sun 16:30"
     assert ask(agent, "where is may?").waypoint == "lab"                             # lower case: still May
+
+
+def test_together_means_one_place_within_minutes_not_one_view(tmp_path):
+    s = open_store(make_params(tmp_path, "sqlite_faiss", timezone=ZURICH))
+    s.insert([obs(1, at(29, 12), "a", 5, 0, "kitchen", [ALICE]), obs(2, at(29, 12, 2), "b", 5, 0, "kitchen", [BOB]),
+              obs(3, at(29, 12, 10), "c", 5, 0, "kitchen", [CAROL])])
+    try:
+        agent = QueryAgent(StoreMemoryClient(s), AgentParams(planner="rules", timezone=ZURICH))
+        both = agent.ask("Were person_0001 and person_0002 together today?", as_of=ASKED)
+        assert both.binary == "yes" and both.evidence == ["o2"]
+        assert agent.ask("Were person_0001 and person_0003 together today?", as_of=ASKED).binary == "no"
+        assert agent.ask("Who was person_0001 with today?", as_of=ASKED).persons == [BOB]     # not Carol, 10 min later
+    finally:
+        s.close()
