@@ -86,9 +86,9 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     if kind == "yes_no" and re.search(r"\b\w+ or \w+", q):  # "did you turn left or right?" is a choice
         kind = "what"
     people_names, places = person_names(people), place_names(waypoints)
-    persons = find_people(question, people, waypoints)
+    persons = find_people(question, people_names, places)
     persons = [m for i, m in enumerate(persons) if m.value not in {x.value for x in persons[:i]}]
-    place = find_place(question, waypoints, exclude=persons)
+    place = find_place(question, places, exclude=persons)
     expression = parse_time_expression(q, now, tz)
     start, end, time_words = (expression.start, expression.end, expression.phrases) if expression else (None, None, [])
     first = bool(re.search(r"\b(first|earliest|arrive|arrived|arrival|come in|came in|start|started|begin)\b", q))

@@ -193,17 +193,18 @@ def place_names(waypoints: Iterable[str]) -> dict[str, str]:
     return names
 
 
-def find_people(question: str, people: Iterable[dict], waypoints: Iterable[str] = ()) -> list[Mention]:
-    """People named in the question; a place named exactly there ("the lobby") is no slip of a
-    person's name ("Bobby")."""
-    places = tuple((m.start, m.end) for m in _find(question, place_names(waypoints), fuzzy=False))
-    return [m for m in _find(question, person_names(people), blocked=places) if _names_a_person(question, m)]
+def find_people(question: str, people: dict[str, str], places: dict[str, str]) -> list[Mention]:
+    """People named in the question (``people``: ``person_names``); a place named exactly there
+    (``places``: ``place_names``; "the lobby") is no slip of a person's name ("Bobby")."""
+    exact_places = tuple((m.start, m.end) for m in _find(question, places, fuzzy=False))
+    return [m for m in _find(question, people, blocked=exact_places) if _names_a_person(question, m)]
 
 
-def find_place(question: str, waypoints: Iterable[str], exclude: Iterable[Mention] = ()) -> Optional[Mention]:
-    """The first place named in the question outside the ``exclude`` spans (people found first)."""
+def find_place(question: str, places: dict[str, str], exclude: Iterable[Mention] = ()) -> Optional[Mention]:
+    """The first place (``places``: ``place_names``) named in the question outside the
+    ``exclude`` spans (people found first)."""
     blocked = [(m.start, m.end) for m in exclude]
-    for m in _find(question, place_names(waypoints)):
+    for m in _find(question, places):
         if not any(a < m.end and m.start < b for a, b in blocked):
             return m
     return None

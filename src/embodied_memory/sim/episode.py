@@ -10,13 +10,13 @@ import datetime as dt
 import hashlib
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import cv2
 import numpy as np
+from ..cache import cache_dir
 from ..progress import progress_bar
 
 from .world import ROOMS, OfficeWorld, object_name, photo_faces, room_centre, room_of, usable_portraits
@@ -228,10 +228,6 @@ def _visible(robot: tuple[float, float, float], target: tuple[float, float], max
     angle = math.atan2(-dz, dx)
     off = abs(math.atan2(math.sin(angle - heading), math.cos(angle - heading)))
     return min_dist < dist < max_dist and off < HALF_HFOV and _line_of_sight((x, z), target)
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("EMBODIED_MEMORY_CACHE", Path.home() / ".cache" / "embodied_memory"))
 
 
 GENERATOR_MODULES = ("world.py", "episode.py", "building.py", "schedules.py", "building_episode.py")
