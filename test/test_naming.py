@@ -71,3 +71,13 @@ def test_identity_metrics_count_merges_and_splits():
     assert m["purity"] == round(7 / 8, 3) and m["ids_per_person"] == 1.5
     # same-identity pairs 10 + 3 = 13, of which same person 6 + 3 = 9; same-person pairs 6 + 6 = 12
     assert m["pairwise_precision"] == round(9 / 13, 3) and m["pairwise_recall"] == round(9 / 12, 3)
+
+
+def test_a_crop_with_one_person_in_it_shows_that_person_even_with_others_near():
+    from embodied_memory.sim.naming import who_is_at
+    view = {"t": T0, "visible": ["bob", "dave", "frank"],
+            "seen": {"bob": {"u": 239.0}, "dave": {"u": 60.0}, "frank": {"u": 320.0}}}
+    assert who_is_at(view, [190, 80, 290, 400]) == "bob"          # Frank stands 81 px away, outside the box
+    assert who_is_at(view, [190, 80, 340, 400]) is None           # a box over Bob and Frank: ambiguous
+    assert who_is_at(view, [280, 80, 480, 400]) is None           # Frank at the box's edge, not its middle
+    assert who_is_at(view, [600, 80, 640, 400]) is None           # a box where nobody stands

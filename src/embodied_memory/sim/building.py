@@ -331,7 +331,8 @@ class BuildingWorld(MiniWorldEnv):
         self._objects_spec = list(objects)   # (kind, colour, room)
         self._object_size = object_size
         self._seed = seed
-        tex_dir = Path(tempfile.mkdtemp(prefix="em_building_tex_"))
+        self._tex_tmp = tempfile.TemporaryDirectory(prefix="em_building_tex_")   # removed with the world
+        tex_dir = Path(self._tex_tmp.name)
         self._textures = {}
         for name in sorted({t for pair in _TEXTURES.values() for t in pair} | {CEILING_TEXTURE}):
             self._textures[name] = f"em_rgba_{name}"

@@ -49,16 +49,22 @@ class NamingReport:
 
 
 def who_is_at(frame: dict, box) -> Optional[str]:
-    """The person in ``box`` when the view is unambiguous: alone in view with the box near them
-    (80 px), or the only one whose image column is near the box's centre (30 px) with everyone
-    else far from it (> 80 px)."""
+    """The person a crop of ``box`` shows, when the view is unambiguous:
+    - alone in view, with the box near them (80 px; not a false detection elsewhere);
+    - the only person in view whose image column lies within the box, near its middle (the
+      central half of the box, or 30 px of its centre): what a person looking at the crop sees;
+    - or the only one whose column is near the box's centre (30 px) with everyone else far from it
+      (> 80 px)."""
     centre = (box[0] + box[2]) / 2
     if len(frame["visible"]) == 1:   # alone in view, and the box is on them (not a false detection)
         name = frame["visible"][0]
         u = frame.get("seen", {}).get(name, {}).get("u")
         return name if u is None or abs(u - centre) <= 80 else None
-    gaps = sorted((abs(seen["u"] - centre), name) for name, seen in frame.get("seen", {}).items()
-                  if name in frame["visible"])
+    columns = {name: seen["u"] for name, seen in frame.get("seen", {}).items() if name in frame["visible"]}
+    inside = [name for name, u in columns.items() if box[0] <= u <= box[2]]
+    if len(inside) == 1 and abs(columns[inside[0]] - centre) <= max(30.0, (box[2] - box[0]) / 4):
+        return inside[0]
+    gaps = sorted((abs(u - centre), name) for name, u in columns.items())
     if gaps and gaps[0][0] <= 30 and (len(gaps) == 1 or gaps[1][0] > 80):
         return gaps[0][1]
     return None

@@ -176,7 +176,8 @@ class OfficeWorld(MiniWorldEnv):
         self._objects_spec = list(objects)   # (kind, colour, room)
         self._object_size = object_size
         self._seed = seed
-        self._tex_dir = Path(tempfile.mkdtemp(prefix="em_sim_tex_"))
+        self._tex_tmp = tempfile.TemporaryDirectory(prefix="em_sim_tex_")   # removed with the world
+        self._tex_dir = Path(self._tex_tmp.name)
         self.people: list[SimPerson] = []
         self.objects: list[tuple[str, str, Entity]] = []
         super().__init__(obs_width=width, obs_height=height, max_episode_steps=10 ** 9)
