@@ -36,6 +36,19 @@ def test_answer_to_msg_carries_count_and_days():
     assert answer_to_msg(Answer(type="count", count=0)).count == 0   # nobody is a count, not "no count"
 
 
+def test_where_a_person_stood_survives_the_observation_message():
+    from embodied_memory.nodes.conversions import observation_from_msg, observation_to_msg
+    from embodied_memory.types import Observation, PersonSighting, Pose
+
+    obs = Observation("o1", 1_773_050_000.0, "ep", Pose(1.0, 2.0, 0.0, 0.5, "map"),
+                      people=[PersonSighting((1, 2, 30, 80), "person_0001", 0.9, position=(1.5, -2.0, 0.9)),
+                              PersonSighting((40, 2, 60, 80), "", 0.4)])
+    msg = observation_to_msg(obs)
+    assert msg.header.frame_id == "map" and [s.has_position for s in msg.people] == [True, False]
+    back = observation_from_msg(msg)
+    assert back.people[0].position == pytest.approx((1.5, -2.0, 0.9)) and back.people[1].position is None
+
+
 def test_local_tf2_msgs_hash_matches_upstream():
     """rosbags' Kilted type store computes RIHS01 from the upstream definition."""
     from rosbags.typesys import Stores, get_typestore

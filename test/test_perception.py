@@ -105,3 +105,20 @@ def test_region_3d_box_from_depth():
     centre, size = box_3d(mask, depth, (100.0, 100.0, 50.0, 50.0), Pose(1.0, 1.0, 0.5, math.pi / 2))
     assert np.allclose(centre, (1.0, 3.0, 0.5), atol=0.06) and 0.1 < size[2] < 0.5
     assert box_3d(np.zeros_like(mask), depth, (100.0, 100.0, 50.0, 50.0), Pose(0, 0)) is None
+
+
+def test_a_person_is_placed_at_their_torso_depth_not_the_wall_behind():
+    """A 160x120 colour camera, its depth at half size: a person 2 m away in front of a wall 5 m
+    away, right of the image centre, seen by a robot at (1, 2) facing +y."""
+    import math
+    from embodied_memory.perception.projection import person_position
+    depth = np.full((60, 80), 5.0, np.float32)
+    depth[10:55, 58:72] = 2.0                    # the person: colour columns 116..144, centre 130
+    intrinsics, pose = (100.0, 100.0, 80.0, 60.0), Pose(1.0, 2.0, 0.0, math.pi / 2)
+    box = (110.0, 20.0, 150.0, 110.0)            # HOG's box is wider than the body: wall at its sides
+    x, y, z = person_position(box, depth, (160, 120), intrinsics, pose)
+    # 2 m ahead (+y), 1 m to the right of the optical axis ((130 - 80) * 2 / 100) = +x in the map
+    assert abs(x - 2.0) < 0.05 and abs(y - 4.0) < 0.05 and abs(z) < 0.3
+    assert person_position(box, np.zeros((60, 80), np.float32), (160, 120), intrinsics, pose) is None
+    far = np.full((60, 80), 12.0, np.float32)     # beyond the depth camera's useful range
+    assert person_position(box, far, (160, 120), intrinsics, pose) is None

@@ -110,7 +110,9 @@ class PeopleAnswers:
         return ans
 
     def _located(self, kind: str, row: dict, text: str) -> Answer:
-        ans = Answer(type=kind, position=list(row["position"]) if row.get("position") is not None else None,
+        # where the person stood (from depth) when known, else where the robot was when it saw them
+        where = row.get("person_position") or row.get("position")
+        ans = Answer(type=kind, position=list(where) if where is not None else None,
                      waypoint=row.get("waypoint", ""), confidence=0.7)
         ans.set_time(row["t"], self.tools.now, self.tools.tz)
         place = (row.get("waypoint") or "an unknown place").replace("_", " ")

@@ -126,7 +126,8 @@ SPECS: dict[str, dict] = {
             "summary": {"type": "boolean", "description": "true: who was seen there (first, last sighting)"}},
             "required": ["waypoint"]}},
     "person_observations": {
-        "description": f"Sightings of one person in a time window: at most {HISTORY_ROWS} (see order); with "
+        "description": f"Sightings of one person in a time window: at most {HISTORY_ROWS} (see order), each "
+                       "with the robot's position and, when known, person_position (where they stood); with "
                        "summary, totals of the whole window.",
         "parameters": {"type": "object", "properties": {
             "person": _string("person id or name"), **_WINDOW,

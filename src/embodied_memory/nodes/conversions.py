@@ -69,7 +69,8 @@ def observation_from_msg(msg: ObservationMsg) -> Observation:
                  for r in msg.regions],
         people=[PersonSighting(_box(s.box), s.identity_id, s.identity_confidence, s.detection_score,
                                _box(s.face_box) if s.has_face else None, as_vector(s.face_embedding),
-                               as_vector(s.reid_embedding), s.activity, s.clothing)
+                               as_vector(s.reid_embedding), s.activity, s.clothing,
+                               position=(s.position.x, s.position.y, s.position.z) if s.has_position else None)
                 for s in msg.people],
     )
 
@@ -104,6 +105,9 @@ def observation_to_msg(obs: Observation) -> ObservationMsg:
                                reid_embedding=_floats(s.reid_embedding), activity=s.activity, clothing=s.clothing)
         if s.face_box is not None:
             sm.face_box = [float(v) for v in s.face_box]
+        if s.position is not None:
+            sm.has_position = True
+            sm.position = Point(x=float(s.position[0]), y=float(s.position[1]), z=float(s.position[2]))
         msg.people.append(sm)
     return msg
 

@@ -10,14 +10,15 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import cv2
 import numpy as np
 
 from ..people.identity import IdentityManager, IdentityParams
-from ..types import Keyframe, Observation, PersonSighting
+from ..types import Keyframe, Observation, PersonSighting, Pose
 from .describer import DetectorDescriber, VLMDescriber
+from .projection import person_position
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +123,11 @@ class Perception:
     def _timed(self, stage: str, start: float) -> None:
         self.timings[stage] += time.perf_counter() - start
 
-    def people_in(self, image: np.ndarray) -> list[PersonSighting]:
-        """Detect people and faces, embed them, give each an identity."""
+    def people_in(self, image: np.ndarray, depth: Optional[np.ndarray] = None,
+                  intrinsics: Optional[tuple[float, float, float, float]] = None,
+                  pose: Optional[Pose] = None) -> list[PersonSighting]:
+        """Detect people and faces, embed them, give each an identity; with depth, intrinsics
+        and a pose, where each one stood (``projection.person_position``)."""
         start = time.perf_counter()
         bodies = self.detector.detect(image) if self.detector else []
         self._timed("person_detection", start)
@@ -157,6 +161,10 @@ class Perception:
             for s, vec in zip(sightings, self.reid.embed(crops)):
                 s.reid_embedding = vec
         self._timed("reid", start)
+        if depth is not None and intrinsics is not None and pose is not None:
+            size = (image.shape[1], image.shape[0])
+            for s in sightings:
+                s.position = person_position(s.box, depth, size, intrinsics, pose)
         recorded = []
         for s in sightings:
             result = self.identities.assign(s.face_embedding, s.reid_embedding)
@@ -176,7 +184,8 @@ class Perception:
             # identities of its first attempt: a face is never assigned twice
             people = self._attempt_people.get(kf.keyframe_id)
             if people is None:
-                people = self._attempt_people[kf.keyframe_id] = self.people_in(kf.image)
+                people = self._attempt_people[kf.keyframe_id] = self.people_in(
+                    kf.image, kf.depth, kf.intrinsics, kf.pose)
                 while len(self._attempt_people) > 64:
                     self._attempt_people.pop(next(iter(self._attempt_people)))
             start = time.perf_counter()

@@ -7,30 +7,23 @@ segmentation model ships offline).
 """
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import numpy as np
 
 from ..types import Pose, Region
+from .projection import MAX_DEPTH_M, pixels_to_map
 from .weights import configured_file
 
 
 def box_3d(mask: np.ndarray, depth: np.ndarray, intrinsics: tuple[float, float, float, float], pose: Pose,
-           max_depth: float = 8.0) -> Optional[tuple[tuple[float, float, float], tuple[float, float, float]]]:
-    """(centre, size) in the map frame of the depth pixels under ``mask`` (robust percentiles).
-
-    Camera frame: x right, y down, z forward (optical); the camera looks along the robot's yaw."""
-    fx, fy, cx, cy = intrinsics
+           max_depth: float = MAX_DEPTH_M) -> Optional[tuple[tuple[float, float, float], tuple[float, float, float]]]:
+    """(centre, size) in the map frame of the depth pixels under ``mask`` (robust percentiles);
+    ``depth`` registered to the colour image at its size (``projection`` for the frames)."""
     v, u = np.nonzero(mask & (depth > 0.05) & (depth < max_depth))
     if len(u) < 20:
         return None
-    z = depth[v, u]
-    x_cam, y_cam = (u - cx) * z / fx, (v - cy) * z / fy
-    # optical -> robot (forward = z, left = -x, up = -y), then yaw + translation into the map
-    fwd, left, up = z, -x_cam, -y_cam
-    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
-    pts = np.stack([pose.x + c * fwd - s * left, pose.y + s * fwd + c * left, pose.z + up], axis=1)
+    pts = pixels_to_map(u.astype(float), v.astype(float), depth[v, u], intrinsics, pose)
     lo, hi = np.percentile(pts, 5, axis=0), np.percentile(pts, 95, axis=0)
     centre, size = (lo + hi) / 2, hi - lo
     return tuple(float(v) for v in centre), tuple(float(v) for v in size)

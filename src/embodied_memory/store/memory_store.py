@@ -37,6 +37,7 @@ from ..params import StoreParams
 from ..types import Episode, Identity, Observation, SemanticRule, as_vector
 from .errors import (InsertResult, InvalidArgumentError, InvalidRecordError, StoreError, StoreWriteError,
                      UnknownPersonError)
+from .migrations import SCHEMA_VERSION, migrate
 from .recency import RecencyScore
 from .tool_args import ToolTable, build_tool_table, json_schema, validate_arguments
 from .vector_index import FaissVectorIndex, MilvusVectorIndex
@@ -47,7 +48,6 @@ _SCHEMA = resources.files(__package__).joinpath("schema.sql").read_text(encoding
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:/@-]{1,128}$")
 _OBS_COLUMNS = ("id, observation_id, t, episode_id, keyframe_id, segment_id, waypoint_id, "
                 "x, y, z, yaw, frame_id, description, image_path, persons")
-SCHEMA_VERSION = "1"
 HISTORY_ORDERS = ("newest", "oldest")
 
 Summariser = Callable[[str, str, list[dict]], str]
@@ -128,6 +128,7 @@ class MemoryStore:
         self.db_path = self.data_dir / "memory.sqlite3"
         conn = self._conn()
         try:
+            migrate(conn, self.db_path)
             conn.executescript(_SCHEMA)
             self._check_meta(conn)
         except (sqlite3.OperationalError, OSError) as exc:
@@ -183,7 +184,7 @@ class MemoryStore:
                 raise
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
-        wanted = {"schema_version": SCHEMA_VERSION, "text_dim": str(self.params.text_dim),
+        wanted = {"schema_version": str(SCHEMA_VERSION), "text_dim": str(self.params.text_dim),
                   "image_dim": str(self.params.image_dim), "face_dim": str(self.params.face_dim),
                   "reid_dim": str(self.params.reid_dim)}
         stored = {r["key"]: r["value"] for r in conn.execute("SELECT key, value FROM meta")}
@@ -356,6 +357,8 @@ class MemoryStore:
             if s.face_box is not None:
                 boxes.append((f"people[{i}].face_box", s.face_box, 4))
             boxes.append((f"people[{i}].confidence", (s.identity_confidence, s.detection_score), 2))
+            if s.position is not None:
+                boxes.append((f"people[{i}].position", s.position, 3))
         for i, r in enumerate(obs.regions):
             boxes += [(f"regions[{i}].score", (r.score,), 1)]
             boxes += [(f"regions[{i}].{f}", getattr(r, f), 3) for f in ("center_3d", "size_3d")
@@ -614,12 +617,12 @@ class MemoryStore:
                              (s.identity_id, now))
             conn.execute(
                 "INSERT INTO sightings(obs, identity_id, t, confidence, detection_score, x1, y1, x2, "
-                "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path, px, py, pz) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (row_id, s.identity_id or None, obs.stamp, s.identity_confidence, s.detection_score,
                  *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
                  _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
-                 s.crop_path))
+                 s.crop_path, *(s.position if s.position is not None else (None, None, None))))
         if obs.waypoint_id and p is not None:   # the summary: observations with a position
             conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) VALUES (?, 1, ?, ?, ?) "
                          "ON CONFLICT(waypoint_id) DO UPDATE SET n=n+1, sx=sx+excluded.sx, sy=sy+excluded.sy, "
@@ -853,11 +856,13 @@ class MemoryStore:
         identity = self.resolve_person(person)
         rows = self._conn().execute(
             f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))}, s.confidence, "
-            "s.activity FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id=? "
-            f"AND s.t >= ? AND s.t <= ? {self._order_sql(order, 's.t')} LIMIT ?",
+            "s.activity, s.px, s.py, s.pz FROM sightings s JOIN observations o ON o.id = s.obs WHERE "
+            f"s.identity_id=? AND s.t >= ? AND s.t <= ? {self._order_sql(order, 's.t')} LIMIT ?",
             (identity, 0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end, limit))
         return [{**self._record(r), "confidence": round(r["confidence"] or 0.0, 3),
-                 **({"activity": r["activity"]} if r["activity"] else {})} for r in rows]
+                 **({"activity": r["activity"]} if r["activity"] else {}),
+                 **({"person_position": [round(r["px"], 2), round(r["py"], 2), round(r["pz"], 2)]}
+                    if r["px"] is not None else {})} for r in rows]
 
     def day_bounds(self, date: str) -> tuple[float, float]:
         """[start, end) UNIX times of a calendar day (YYYY-MM-DD) in the store's time zone."""

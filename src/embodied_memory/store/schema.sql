@@ -22,7 +22,8 @@ CREATE INDEX IF NOT EXISTS regions_obs ON regions(obs);
 CREATE TABLE IF NOT EXISTS sightings(
   id INTEGER PRIMARY KEY, obs INTEGER NOT NULL, identity_id TEXT, t REAL NOT NULL,
   confidence REAL, detection_score REAL, x1 REAL, y1 REAL, x2 REAL, y2 REAL,
-  face_box TEXT, face_emb BLOB, reid_emb BLOB, activity TEXT, clothing TEXT, crop_path TEXT);
+  face_box TEXT, face_emb BLOB, reid_emb BLOB, activity TEXT, clothing TEXT, crop_path TEXT,
+  px REAL, py REAL, pz REAL);
 CREATE INDEX IF NOT EXISTS sightings_identity ON sightings(identity_id, t);
 CREATE INDEX IF NOT EXISTS sightings_t ON sightings(t);
 CREATE INDEX IF NOT EXISTS sightings_obs ON sightings(obs);

@@ -1,0 +1,60 @@
+"""The memory's schema version and the migrations from older ones.
+
+A memory written by an older release is migrated when opened: a copy of the database is kept
+first (``memory.sqlite3.schema<N>.bak``, SQLite's online backup), then each step runs in one
+transaction and the stored version is raised.  A memory written by a newer release is refused
+(this release cannot know what its columns mean).  A new step is one entry in ``MIGRATIONS``
+(plus the same columns in ``schema.sql`` for new memories).
+"""
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+from .errors import StoreError
+
+log = logging.getLogger(__name__)
+
+# version reached -> (what changed, statements)
+MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
+    2: ("sightings record where the person stood (px, py, pz in the pose's frame, from depth)",
+        ("ALTER TABLE sightings ADD COLUMN px REAL", "ALTER TABLE sightings ADD COLUMN py REAL",
+         "ALTER TABLE sightings ADD COLUMN pz REAL")),
+}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def stored_version(conn: sqlite3.Connection) -> int | None:
+    """The schema version a memory was written with (None: a new, empty memory)."""
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    return None if row is None else int(row[0])
+
+
+def migrate(conn: sqlite3.Connection, db_path: Path) -> None:
+    """Bring the memory behind ``conn`` (autocommit connection) to SCHEMA_VERSION, or refuse a
+    newer one.  Runs before the current schema's ``CREATE ... IF NOT EXISTS`` statements."""
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+    version = stored_version(conn) if has_meta else None
+    if version is None or version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{db_path}: written by a newer release (schema {version}); this release reads "
+                         f"schema {SCHEMA_VERSION} and older: upgrade embodied_memory to open it")
+    backup = db_path.with_name(f"{db_path.name}.schema{version}.bak")
+    with sqlite3.connect(backup) as copy:
+        conn.backup(copy)
+    copy.close()
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        change, statements = MIGRATIONS[target]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(target),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        log.warning("%s: migrated the memory from schema %d to %d: %s (the old memory is kept as %s)",
+                    db_path, target - 1, target, change, backup)
