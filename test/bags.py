@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import cv2
 import numpy as np
@@ -44,9 +45,11 @@ def people_and_faces_bag(path: Path, fps: float = 10.0, t_start: float = T_START
     return {"frames": len(scenes), "duration_s": (len(scenes) - 1) / fps}
 
 
-def portrait_people_bag(path: Path, fps: float = 10.0, t_start: float = T_START, seconds_each: float = 8.0) -> dict:
+def portrait_people_bag(path: Path, fps: float = 10.0, t_start: float = T_START, seconds_each: float = 8.0,
+                        depth_m: Optional[float] = None) -> dict:
     """Two of MiniWorld's stock portraits (they ship with the package: no ../shared/data), each
-    in front of the camera for ``seconds_each`` at its own waypoint, the robot driving along x."""
+    in front of the camera for ``seconds_each`` at its own waypoint, the robot driving along x;
+    with ``depth_m``, a depth image (a quarter of the size) with everything at that distance."""
     from embodied_memory.sim.world import usable_portraits
     usable = usable_portraits()
     # two painters' sitters (one painter's portraits may show the same person)
@@ -56,7 +59,8 @@ def portrait_people_bag(path: Path, fps: float = 10.0, t_start: float = T_START,
         scenes += [(on_canvas(cv2.imread(str(portrait))), place)] * int(seconds_each * fps)
     with BagWriter(path) as bag:
         for i, (image, place) in enumerate(scenes):
-            bag.frame(t_start + i / fps, image, 0.1 * i, 2.0, 0.0, waypoint=place)
+            depth = None if depth_m is None else np.full((image.shape[0] // 4, image.shape[1] // 4), depth_m, np.float32)
+            bag.frame(t_start + i / fps, image, 0.1 * i, 2.0, 0.0, waypoint=place, depth=depth)
     return {"frames": len(scenes), "people": len(portraits)}
 
 

@@ -11,7 +11,7 @@ from embodied_memory.params import StoreParams
 from embodied_memory.perception.pipeline import Perception, PerceptionParams
 from embodied_memory.store import open_store
 
-from bags import T_START, people_and_faces_bag, small_bag
+from bags import T_START, people_and_faces_bag, portrait_people_bag, small_bag
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
@@ -86,3 +86,20 @@ def test_library_ingest_of_a_real_image_bag(tmp_path):
     lobby = store.waypoint_observations("lobby")
     assert len(lobby) == 4 and all("people visible" in r["description"] for r in lobby)
     assert store.stats()["person_sightings"] >= 10
+
+
+def test_people_are_placed_from_depth_recorded_after_its_colour_frame(tmp_path):
+    """The bag writes each depth image after its colour frame (as a camera driver may): the
+    frame still gets it, and every sighting records where the person stood, 2 m ahead."""
+    from embodied_memory.ingest.offline import TopicParams
+    portrait_people_bag(tmp_path / "bag", fps=2.0, seconds_each=4.0, depth_m=2.0)   # 0.5 s apart
+    store = open_store(StoreParams(data_dir=str(tmp_path / "store"), text_embedder="hash", image_dim=1280))
+    perception = Perception(PerceptionParams(data_dir=str(tmp_path / "store"), text_embedder="hash"))
+    topics = TopicParams(depth_topic="/camera/depth/image_raw", camera_info_topic="/camera/color/camera_info")
+    ingest_bag(str(tmp_path / "bag"), store, perception, progress=False, topics=topics,
+               selection=SelectionParams(policy="uniform", segment_s=1.0, frames_per_segment=1))
+    rows = [r for i in store.identities() for r in store.person_observations(i.identity_id)]
+    assert len(rows) >= 4
+    for r in rows:   # the robot at (x, 2) facing +x; the portrait in the middle of the view
+        px, py, _ = r["person_position"]
+        assert abs(px - (r["position"][0] + 2.0)) < 0.15 and abs(py - 2.0) < 0.5, r

@@ -178,6 +178,33 @@ def test_probe_set_is_complete_and_shares_nothing_with_dev_or_evaluation():
     assert [t for ts in probe.values() for t in ts if _normal(t) in evaluation] == []
 
 
+def test_probe2_set_is_complete_and_shares_nothing_with_dev(truth):
+    probe2, dev = load_phrasings("probe2"), load_phrasings("dev")
+    assert list(probe2) == list(SLOTS)
+    for kind, templates in probe2.items():
+        assert 10 <= len(templates) <= 12, kind
+        assert len({_normal(t) for t in templates}) == len(templates), (kind, "near-duplicates")
+        for slots in SLOTS[kind]:
+            assert sum(template_slots(t) == slots for t in templates) >= 4, (kind, sorted(slots))
+        # {day} fills with "on Monday": no "on {day}" / "for {day}"
+        assert not [t for t in templates if re.search(r"\b(on|for) \{day\}", t)], kind
+    assert len({_normal(t).split()[0] for ts in probe2.values() for t in ts}) >= 15
+    assert _shared_four_grams(probe2, dev) == []
+    assert _shared_four_grams(probe2, dev, keep_slots=True) == []         # slots count as words
+    probe = {_normal(t) for ts in load_phrasings("probe").values() for t in ts}
+    assert [t for ts in probe2.values() for t in ts if _normal(t) in probe] == []
+    # compared only, never shown: a collision names the probe2 template
+    evaluation = {_normal(t) for ts in load_phrasings("evaluation").values() for t in ts}
+    assert [t for ts in probe2.values() for t in ts if _normal(t) in evaluation] == []
+    # filled, every question reads well and comes from probe2
+    qs = generate_questions(truth, seed=3, per_type=1000, phrasing_set="probe2", objects=True)
+    assert {q.phrasing_set for q in qs} == {"probe2"}
+    assert all(q.template in probe2[q.answer.get("imitates", q.type)] for q in qs)
+    for q in qs:
+        assert re.search(r"\b(" + "|".join(WEEKDAYS) + r")\b", q.question) is None, q.question
+        assert q.question[0].isupper() and "  " not in q.question and "{" not in q.question, q.question
+
+
 def test_questions_read_well_after_filling(truth, every_question):
     questions = every_question + generate_questions(truth, seed=3, per_type=1000, objects=True) + generate_questions(
         truth, seed=3, per_type=1000, phrasing_set="probe", objects=True)

@@ -145,6 +145,14 @@ def _annotator(truth, variant: dict):
     return annotate
 
 
+def _sim_bag_topics():
+    """The simulated bag's topics (``ingest/bag_writer.py``): colour, registered depth, the colour
+    camera's intrinsics."""
+    from ..ingest.offline import TopicParams
+    return TopicParams(depth_topic="/camera/depth/image_raw", camera_info_topic="/camera/color/camera_info")
+
+
+
 def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     """A fresh memory for the variant (a rerun into the same directory starts over)."""
     from ..ingest.offline import ingest_bag
@@ -162,7 +170,7 @@ def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     perception = Perception(PerceptionParams(data_dir=str(data), **people))
     annotate = _annotator(truth, variant)
     report = ingest_bag(str(bag), store, perception, progress=progress, annotate=annotate,
-                        selection=replace(SELECTION, policy=variant["selection"]))
+                        selection=replace(SELECTION, policy=variant["selection"]), topics=_sim_bag_topics())
     perception.close()
     return store, report
 

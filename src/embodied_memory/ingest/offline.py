@@ -5,6 +5,7 @@ in one process for tests, benchmarks and batch imports, and reports where the ti
 """
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from .sync import FramePoser, PosedFrame, TimeBuffer, odometry_transform, tf_tra
 from .transforms import Transform, TransformBuffer
 
 log = logging.getLogger(__name__)
+DEPTH_TOLERANCE_S = 0.1   # a depth image pairs with the colour frame this close in time
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,9 @@ class TopicParams:
     """Which topics carry what (ReMEmbR users' first question: which topics?)."""
 
     image_topic: str = "/camera/color/image_raw/compressed"   # sensor_msgs Image or CompressedImage
-    depth_topic: str = ""                                     # optional, 16UC1 mm or 32FC1 m
-    camera_info_topic: str = ""
+    depth_topic: str = ""                                     # optional, 16UC1 mm or 32FC1 m, registered to
+                                                              # the colour image (any size): where people stood
+    camera_info_topic: str = ""                               # the colour camera's CameraInfo (its pixels)
     odom_topic: str = "/odom"                                 # nav_msgs/Odometry, optional: its pose is one
                                                               # more transform (header.frame_id <- child_frame_id)
     tf_topic: str = "/tf"                                     # tf2_msgs/TFMessage (dynamic transforms)
@@ -100,6 +103,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                                              topics.base_frame, topics.transform_wait_s,
                                              non_finite_tolerance_s=topics.pose_tolerance_s)
     waypoints, depths = TimeBuffer[str](), TimeBuffer()
+    awaiting_depth: collections.deque[Keyframe] = collections.deque(maxlen=8)   # recent frames without depth yet
     intrinsics = None
     embed = (lambda im: perception.embedder.embed([im])[0]) if selection.policy == "similarity" else None
     selector = FrameSelector(selection, embed)
@@ -171,10 +175,12 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                 stamp = stamp_of(decoded, msg.stamp_ns)
                 stage["decode"] += time.perf_counter() - t
                 wp = waypoints.latest()
-                depth = depths.nearest(stamp, 0.1)
+                depth = depths.nearest(stamp, DEPTH_TOLERANCE_S)
                 kf = Keyframe(f"{episode}/{int(round(stamp * 1e9))}", stamp, episode, None, image,
                               waypoint_id=wp[1] if wp else "", depth=depth[1] if depth else None,
                               intrinsics=intrinsics)
+                if depth is None and topics.depth_topic:
+                    awaiting_depth.append(kf)
                 posed(poser.add_frame(stamp, kf, msg.stamp_ns * 1e-9))   # waits in bag time
             elif msg.topic == topics.odom_topic:
                 decoded = bag.deserialize(msg)
@@ -192,9 +198,15 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
             elif msg.topic == topics.depth_topic:
                 d = bag.deserialize(msg)
                 try:
-                    depths.add(stamp_of(d, msg.stamp_ns), decode_depth(d.encoding, d.height, d.width, d.step, d.data))
+                    depth_stamp, metres = stamp_of(d, msg.stamp_ns), decode_depth(d.encoding, d.height, d.width,
+                                                                                   d.step, d.data)
                 except ImageDecodeError as exc:
                     log.warning("depth skipped: %s", exc)
+                else:
+                    depths.add(depth_stamp, metres)
+                    for kf in [k for k in awaiting_depth if abs(k.stamp - depth_stamp) <= DEPTH_TOLERANCE_S]:
+                        kf.depth = metres          # recorded after its colour frame (still being selected)
+                        awaiting_depth.remove(kf)
             if len(poser):
                 posed(poser.poll(msg.stamp_ns * 1e-9))
         posed(poser.flush())
