@@ -88,14 +88,16 @@ def test_library_ingest_of_a_real_image_bag(tmp_path):
     assert store.stats()["person_sightings"] >= 10
 
 
-def test_people_are_placed_from_depth_recorded_after_its_colour_frame(tmp_path):
-    """The bag writes each depth image after its colour frame (as a camera driver may): the
-    frame still gets it, and every sighting records where the person stood, 2 m ahead."""
+@pytest.mark.parametrize("camera_info", ["/camera/color/camera_info", "/camera/depth/camera_info"])
+def test_people_are_placed_from_depth_recorded_after_its_colour_frame(tmp_path, camera_info):
+    """The bag writes each depth image (a quarter of the colour size) after its colour frame, as
+    a camera driver may: the frame still gets it, and every sighting records where the person
+    stood, 2 m ahead, with the colour camera's or the depth camera's intrinsics."""
     from embodied_memory.ingest.offline import TopicParams
     portrait_people_bag(tmp_path / "bag", fps=2.0, seconds_each=4.0, depth_m=2.0)   # 0.5 s apart
     store = open_store(StoreParams(data_dir=str(tmp_path / "store"), text_embedder="hash", image_dim=1280))
     perception = Perception(PerceptionParams(data_dir=str(tmp_path / "store"), text_embedder="hash"))
-    topics = TopicParams(depth_topic="/camera/depth/image_raw", camera_info_topic="/camera/color/camera_info")
+    topics = TopicParams(depth_topic="/camera/depth/image_raw", camera_info_topic=camera_info)
     ingest_bag(str(tmp_path / "bag"), store, perception, progress=False, topics=topics,
                selection=SelectionParams(policy="uniform", segment_s=1.0, frames_per_segment=1))
     rows = [r for i in store.identities() for r in store.person_observations(i.identity_id)]
@@ -103,3 +105,11 @@ def test_people_are_placed_from_depth_recorded_after_its_colour_frame(tmp_path):
     for r in rows:   # the robot at (x, 2) facing +x; the portrait in the middle of the view
         px, py, _ = r["person_position"]
         assert abs(px - (r["position"][0] + 2.0)) < 0.15 and abs(py - 2.0) < 0.5, r
+
+
+def test_intrinsics_are_given_in_the_colour_image_pixels():
+    from types import SimpleNamespace
+    from embodied_memory.ingest.images import pixel_intrinsics
+    depth_info = SimpleNamespace(k=[138.6, 0, 80.0, 0, 138.6, 60.0, 0, 0, 1], width=160, height=120)
+    assert pixel_intrinsics(depth_info, (640, 480)) == pytest.approx((554.4, 554.4, 320.0, 240.0))
+    assert pixel_intrinsics(SimpleNamespace(k=[0.0] * 9, width=160, height=120), (640, 480)) is None

@@ -1,6 +1,8 @@
 """sensor_msgs Image / CompressedImage (rclpy or rosbags objects) -> numpy, with clear errors."""
 from __future__ import annotations
 
+from typing import Optional
+
 import cv2
 import numpy as np
 
@@ -55,6 +57,18 @@ def decode_depth(encoding: str, height: int, width: int, step: int, data) -> np.
         raise ImageDecodeError(f"depth encoding '{encoding}' is not supported (16UC1 mm, 32FC1 m)")
     depth[~np.isfinite(depth)] = 0.0
     return depth
+
+
+def pixel_intrinsics(info, image_size: tuple[int, int]) -> Optional[tuple[float, float, float, float]]:
+    """(fx, fy, cx, cy) of a sensor_msgs/CameraInfo in the pixels of an image of ``image_size``
+    (width, height) showing the same view: the colour camera's info as it is, a registered depth
+    camera's scaled to the colour image.  None without a calibration (K all zero)."""
+    k = info.k
+    if not k[0] > 0:
+        return None
+    sx = image_size[0] / info.width if info.width else 1.0
+    sy = image_size[1] / info.height if info.height else 1.0
+    return float(k[0]) * sx, float(k[4]) * sy, float(k[2]) * sx, float(k[5]) * sy
 
 
 def decode_image_msg(msg) -> np.ndarray:

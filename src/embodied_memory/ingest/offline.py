@@ -15,7 +15,7 @@ from ..progress import progress_bar
 
 from ..types import Keyframe, Observation
 from .bag_reader import Bag, BagError
-from .images import ImageDecodeError, decode_depth, decode_image_msg
+from .images import ImageDecodeError, decode_depth, decode_image_msg, pixel_intrinsics
 from .selection import FrameSelector, SelectionParams
 from .sync import FramePoser, PosedFrame, TimeBuffer, odometry_transform, tf_transform
 from .transforms import Transform, TransformBuffer
@@ -104,7 +104,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                                              non_finite_tolerance_s=topics.pose_tolerance_s)
     waypoints, depths = TimeBuffer[str](), TimeBuffer()
     awaiting_depth: collections.deque[Keyframe] = collections.deque(maxlen=8)   # recent frames without depth yet
-    intrinsics = None
+    camera_info = None
     embed = (lambda im: perception.embedder.embed([im])[0]) if selection.policy == "similarity" else None
     selector = FrameSelector(selection, embed)
     stage = {"decode": 0.0, "selection": 0.0, "store": 0.0}
@@ -178,7 +178,8 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                 depth = depths.nearest(stamp, DEPTH_TOLERANCE_S)
                 kf = Keyframe(f"{episode}/{int(round(stamp * 1e9))}", stamp, episode, None, image,
                               waypoint_id=wp[1] if wp else "", depth=depth[1] if depth else None,
-                              intrinsics=intrinsics)
+                              intrinsics=pixel_intrinsics(camera_info, (image.shape[1], image.shape[0]))
+                              if camera_info is not None else None)
                 if depth is None and topics.depth_topic:
                     awaiting_depth.append(kf)
                 posed(poser.add_frame(stamp, kf, msg.stamp_ns * 1e-9))   # waits in bag time
@@ -191,8 +192,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                     add_transform(tf.header.frame_id, tf.child_frame_id, stamp_of(tf, msg.stamp_ns), tf_transform(tf),
                                   msg.topic == topics.tf_static_topic)
             elif msg.topic == topics.camera_info_topic:
-                k = bag.deserialize(msg).k
-                intrinsics = (float(k[0]), float(k[4]), float(k[2]), float(k[5])) if k[0] > 0 else None
+                camera_info = bag.deserialize(msg)
             elif msg.topic == topics.waypoint_topic:
                 waypoints.add(msg.stamp_ns * 1e-9, bag.deserialize(msg).data)
             elif msg.topic == topics.depth_topic:

@@ -28,7 +28,7 @@ from embodied_memory_interfaces.msg import Keyframe as KeyframeMsg
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg
+from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg, pixel_intrinsics
 from ..params import PerceptionNodeParams
 from ..perception.pipeline import Perception, PerceptionParams
 from ..types import Keyframe
@@ -199,8 +199,7 @@ class PerceptionNode(ManagedNode):
             except ImageDecodeError as exc:
                 self.health.count("depth_ignored")
                 self.get_logger().warning(f"keyframe {msg.keyframe_id}: depth ignored: {exc}")
-        k = msg.camera_info.k
-        intrinsics = (float(k[0]), float(k[4]), float(k[2]), float(k[5])) if k[0] > 0 else None
+        intrinsics = pixel_intrinsics(msg.camera_info, (image.shape[1], image.shape[0]))
         return Keyframe(msg.keyframe_id, from_time_msg(msg.header.stamp), msg.episode_id, optional_pose_from_msg(msg.pose),
                         image, segment_id=msg.segment_id, waypoint_id=msg.waypoint_id, depth=depth,
                         intrinsics=intrinsics, selection_score=msg.selection_score)
