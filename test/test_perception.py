@@ -105,6 +105,9 @@ def test_region_3d_box_from_depth():
     centre, size = box_3d(mask, depth, (100.0, 100.0, 50.0, 50.0), Pose(1.0, 1.0, 0.5, math.pi / 2))
     assert np.allclose(centre, (1.0, 3.0, 0.5), atol=0.06) and 0.1 < size[2] < 0.5
     assert box_3d(np.zeros_like(mask), depth, (100.0, 100.0, 50.0, 50.0), Pose(0, 0)) is None
+    half = depth[::2, ::2].copy()                 # the same view at half the size
+    centre_half, _ = box_3d(mask, half, (100.0, 100.0, 50.0, 50.0), Pose(1.0, 1.0, 0.5, math.pi / 2))
+    assert np.allclose(centre_half, centre, atol=0.06)
 
 
 def test_a_person_is_placed_at_their_torso_depth_not_the_wall_behind():

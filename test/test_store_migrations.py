@@ -66,3 +66,10 @@ def test_a_non_finite_person_position_is_rejected(tmp_path):
     result = store.insert_batch([seen(0, T0, position=(float("nan"), 0.0, 0.0)), seen(1, T0 + 1, (1.0, 2.0, 0.0))])
     assert result.stored == ["o1"] and "people[0].position" in result.rejected["o0"]
     store.close()
+
+
+def test_where_a_person_stood_survives_export_and_import():
+    from embodied_memory.records_io import observation_from_dict, observation_to_dict
+    back = observation_from_dict(observation_to_dict(seen(0, T0, position=(3.0, 4.0, 0.0))))
+    assert back.people[0].position == (3.0, 4.0, 0.0)
+    assert observation_from_dict(observation_to_dict(seen(1, T0))).people[0].position is None

@@ -25,7 +25,8 @@ def observation_to_dict(obs: Observation) -> dict[str, Any]:
                     "identity_confidence": s.identity_confidence, "detection_score": s.detection_score,
                     "face_box": list(s.face_box) if s.face_box else None,
                     "face_embedding": _vec(s.face_embedding), "reid_embedding": _vec(s.reid_embedding),
-                    "activity": s.activity, "clothing": s.clothing, "crop_path": s.crop_path}
+                    "activity": s.activity, "clothing": s.clothing, "crop_path": s.crop_path,
+                    "position": list(s.position) if s.position is not None else None}
                    for s in obs.people],
     }
 
@@ -53,7 +54,8 @@ def observation_from_dict(data: dict[str, Any]) -> Observation:
                                    s.get("detection_score", 0.0),
                                    tuple(s["face_box"]) if s.get("face_box") else None,
                                    as_vector(s.get("face_embedding")), as_vector(s.get("reid_embedding")),
-                                   s.get("activity", ""), s.get("clothing", ""), s.get("crop_path", ""))
+                                   s.get("activity", ""), s.get("clothing", ""), s.get("crop_path", ""),
+                                   tuple(s["position"]) if s.get("position") else None)
                     for s in data.get("people", [])],
         )
     except KeyError as exc:

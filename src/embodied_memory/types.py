@@ -60,7 +60,7 @@ class PersonSighting:
     activity: str = ""
     clothing: str = ""
     crop_path: str = ""
-    position: Optional[tuple[float, float, float]] = None   # where they stood, in the pose's frame (from depth)
+    position: Optional[tuple[float, float, float]] = None   # where they stood (x, y, floor z) in the pose's frame
 
 
 @dataclass

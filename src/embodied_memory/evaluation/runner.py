@@ -148,9 +148,9 @@ def _annotator(truth, variant: dict):
 def _sim_bag_topics():
     """The simulated bag's topics (``ingest/bag_writer.py``): colour, registered depth, the colour
     camera's intrinsics."""
+    from ..ingest.bag_writer import CAMERA_INFO_TOPIC, DEPTH_TOPIC
     from ..ingest.offline import TopicParams
-    return TopicParams(depth_topic="/camera/depth/image_raw", camera_info_topic="/camera/color/camera_info")
-
+    return TopicParams(depth_topic=DEPTH_TOPIC, camera_info_topic=CAMERA_INFO_TOPIC)
 
 
 def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):

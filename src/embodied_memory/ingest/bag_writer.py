@@ -11,6 +11,10 @@ import cv2
 import numpy as np
 
 
+DEPTH_TOPIC = "/camera/depth/image_raw"            # registered to the colour image, its own size
+CAMERA_INFO_TOPIC = "/camera/color/camera_info"     # the colour camera's
+
+
 class BagWriter:
     def __init__(self, path: str | Path, storage: str = "mcap", odom_frame: str = "odom",
                  base_frame: str = "base_link", camera_frame: str = "camera_link"):
@@ -62,7 +66,7 @@ class BagWriter:
                                               data=np.ascontiguousarray(bgr).reshape(-1))
         self._write(topic, "sensor_msgs/msg/Image", stamp, msg)
 
-    def depth(self, stamp: float, metres: np.ndarray, topic: str = "/camera/depth/image_raw") -> None:
+    def depth(self, stamp: float, metres: np.ndarray, topic: str = DEPTH_TOPIC) -> None:
         mm = np.clip(np.nan_to_num(metres) * 1000.0, 0, 65535).astype(np.uint16)
         h, w = mm.shape
         msg = self.t["sensor_msgs/msg/Image"](header=self._header(stamp, self.camera_frame), height=h, width=w,
@@ -71,7 +75,7 @@ class BagWriter:
         self._write(topic, "sensor_msgs/msg/Image", stamp, msg)
 
     def camera_info(self, stamp: float, width: int, height: int, fx: float, fy: float,
-                    topic: str = "/camera/color/camera_info") -> None:
+                    topic: str = CAMERA_INFO_TOPIC) -> None:
         t = self.t
         k = np.array([fx, 0, width / 2, 0, fy, height / 2, 0, 0, 1], dtype=np.float64)
         p = np.array([fx, 0, width / 2, 0, 0, fy, height / 2, 0, 0, 0, 1, 0], dtype=np.float64)

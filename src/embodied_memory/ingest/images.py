@@ -1,6 +1,7 @@
 """sensor_msgs Image / CompressedImage (rclpy or rosbags objects) -> numpy, with clear errors."""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import cv2
@@ -64,11 +65,15 @@ def pixel_intrinsics(info, image_size: tuple[int, int]) -> Optional[tuple[float,
     (width, height) showing the same view: the colour camera's info as it is, a registered depth
     camera's scaled to the colour image.  None without a calibration (K all zero)."""
     k = info.k
-    if not k[0] > 0:
+    values = [float(k[0]), float(k[4]), float(k[2]), float(k[5])]
+    if not all(math.isfinite(v) and v > 0 for v in values):
         return None
     sx = image_size[0] / info.width if info.width else 1.0
     sy = image_size[1] / info.height if info.height else 1.0
-    return float(k[0]) * sx, float(k[4]) * sy, float(k[2]) * sx, float(k[5]) * sy
+    if abs(sx - sy) > 0.01 * sx:        # another aspect ratio: not a registered view of this image
+        return None
+    fx, fy, cx, cy = values
+    return fx * sx, fy * sy, cx * sx, cy * sy
 
 
 def decode_image_msg(msg) -> np.ndarray:

@@ -204,9 +204,13 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                     log.warning("depth skipped: %s", exc)
                 else:
                     depths.add(depth_stamp, metres)
-                    for kf in [k for k in awaiting_depth if abs(k.stamp - depth_stamp) <= DEPTH_TOLERANCE_S]:
+                    paired = [k for k in awaiting_depth if abs(k.stamp - depth_stamp) <= DEPTH_TOLERANCE_S]
+                    for kf in paired:
                         kf.depth = metres          # recorded after its colour frame (still being selected)
-                        awaiting_depth.remove(kf)
+                    if paired:
+                        rest = [k for k in awaiting_depth if all(k is not p for p in paired)]
+                        awaiting_depth.clear()
+                        awaiting_depth.extend(rest)
             if len(poser):
                 posed(poser.poll(msg.stamp_ns * 1e-9))
         posed(poser.flush())

@@ -1,8 +1,7 @@
 """Camera pixels with depth -> points in the map frame (pinhole model, planar robot pose).
 
 Camera frame: x right, y down, z forward (optical); the camera looks along the robot's yaw from
-the pose's position (the camera's offset on the base is not modelled: a few decimetres on a
-Spot or a Nav2 base).  Intrinsics are the colour camera's (``fx, fy, cx, cy`` in colour
+the pose's position (the camera's offset and pitch on the base are not modelled).  Intrinsics are the colour camera's (``fx, fy, cx, cy`` in colour
 pixels); a depth image registered to it may be smaller (a scaled copy of the same view).
 """
 from __future__ import annotations
@@ -31,7 +30,9 @@ def pixels_to_map(u: np.ndarray, v: np.ndarray, z: np.ndarray, intrinsics: tuple
 def person_position(box: tuple[float, float, float, float], depth: np.ndarray, image_size: tuple[int, int],
                     intrinsics: tuple[float, float, float, float], pose: Pose,
                     max_depth: float = MAX_DEPTH_M) -> Optional[tuple[float, float, float]]:
-    """Where a person detected in ``box`` (colour pixels) stands, in the map frame: the torso's
+    """Where a person detected in ``box`` (colour pixels) stands, in the map frame (z: the
+    base's, i.e. the floor; the camera is taken as level, as on a Spot body camera or a Nav2
+    base's forward camera; a pitched camera is not modelled): the torso's
     depth (the middle third of the box's width, 20-60 % of its height; the nearest readings, not
     the wall behind) at the box's centre column.  None without enough valid depth there.
 
@@ -51,4 +52,6 @@ def person_position(box: tuple[float, float, float, float], depth: np.ndarray, i
     z = float(np.median(values[values <= near + PERSON_DEPTH_BAND_M]))
     u, v = (x1 + x2) / 2, y1 + 0.4 * bh
     point = pixels_to_map(np.array([u]), np.array([v]), np.array([z]), intrinsics, pose)[0]
-    return float(point[0]), float(point[1]), float(point[2])
+    if not np.all(np.isfinite(point)):
+        return None
+    return float(point[0]), float(point[1]), float(pose.z)   # z: the floor they stand on (the base's)

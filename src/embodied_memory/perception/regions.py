@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import cv2
 import numpy as np
 
 from ..types import Pose, Region
@@ -18,12 +19,15 @@ from .weights import configured_file
 
 def box_3d(mask: np.ndarray, depth: np.ndarray, intrinsics: tuple[float, float, float, float], pose: Pose,
            max_depth: float = MAX_DEPTH_M) -> Optional[tuple[tuple[float, float, float], tuple[float, float, float]]]:
-    """(centre, size) in the map frame of the depth pixels under ``mask`` (robust percentiles);
-    ``depth`` registered to the colour image at its size (``projection`` for the frames)."""
+    """(centre, size) in the map frame of the depth pixels under ``mask`` (colour pixels; robust
+    percentiles); ``depth`` registered to the colour image, at any size (``projection``)."""
+    (h, w), (dh, dw) = mask.shape[:2], depth.shape[:2]
+    if (dh, dw) != (h, w):
+        mask = cv2.resize(mask.astype(np.uint8), (dw, dh), interpolation=cv2.INTER_NEAREST).astype(bool)
     v, u = np.nonzero(mask & (depth > 0.05) & (depth < max_depth))
     if len(u) < 20:
         return None
-    pts = pixels_to_map(u.astype(float), v.astype(float), depth[v, u], intrinsics, pose)
+    pts = pixels_to_map(u * (w / dw), v * (h / dh), depth[v, u], intrinsics, pose)
     lo, hi = np.percentile(pts, 5, axis=0), np.percentile(pts, 95, axis=0)
     centre, size = (lo + hi) / 2, hi - lo
     return tuple(float(v) for v in centre), tuple(float(v) for v in size)

@@ -28,7 +28,10 @@ SCHEMA_VERSION = max(MIGRATIONS)
 def stored_version(conn: sqlite3.Connection) -> int | None:
     """The schema version a memory was written with (None: a new, empty memory)."""
     row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    return None if row is None else int(row[0])
+    try:
+        return None if row is None else int(row[0])
+    except ValueError as exc:
+        raise StoreError(f"the memory's schema version {row[0]!r} is not a number (a damaged meta table)") from exc
 
 
 def migrate(conn: sqlite3.Connection, db_path: Path) -> None:
@@ -48,6 +51,9 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> None:
     for target in range(version + 1, SCHEMA_VERSION + 1):
         change, statements = MIGRATIONS[target]
         conn.execute("BEGIN IMMEDIATE")
+        if stored_version(conn) >= target:      # another process opening this memory migrated it first
+            conn.execute("COMMIT")
+            continue
         try:
             for statement in statements:
                 conn.execute(statement)
