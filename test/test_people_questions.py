@@ -250,3 +250,17 @@ def test_together_means_one_place_within_minutes_not_one_view(tmp_path):
         assert agent.ask("Who was person_0001 with today?", as_of=ASKED).persons == [BOB]     # not Carol, 10 min later
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("question", ["When did Bob first show up in your logs?",
+                                      "Was Bob anywhere in the building on Monday?",
+                                      "Who was in Bob's company today?"])
+def test_words_after_in_that_name_no_place_are_not_an_unknown_place(agent, question):
+    ans = ask(agent, question)
+    assert "don't know where" not in ans.text and ans.status == "ok", ans
+
+
+def test_a_name_opening_a_terse_question_is_checked(agent):
+    assert ask(agent, "Zoe's usual lunch time?").text == "I don't know who Zoe is."
+    assert ask(agent, "Zoe, where did you last see her?").text == "I don't know who Zoe is."
+    assert ask(agent, "Bob's last place today?").waypoint == "north_corridor_1"

@@ -158,13 +158,16 @@ _ROOM_WORDS = set("""room ballroom hall hallway corridor kitchen office lobby fo
 yard courtyard entrance reception bathroom toilet restroom washroom cafeteria canteen library basement attic cellar
 warehouse storeroom pantry closet bedroom lounge stairwell staircase elevator lift workshop studio auditorium gym
 terrace balcony patio parking wing building floor dock shed""".split())
-_GENERIC_PLACES = {"room", "area", "place", "location"}  # "in the room": no name to check
+# "in the room", "in the building": no name to check (the building is the whole site)
+_GENERIC_PLACES = {"room", "area", "place", "location", "building", "premises", "site", "workplace"}
 _SAME_WORDS = {"same", "other", "another", "next", "one", "different"}
 _PLACE_NOUNS = _ROOM_WORDS | _GENERIC_PLACES             # part of a place phrase though stop words
 # phrases after "in the" that are not places ("who is in the picture")
 _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory", "world", "meantime", "end",
                "middle", "beginning", "dark", "rain", "sun", "background", "foreground", "way", "right", "total",
-               "general", "order", "person", "detail", "short"}
+               "general", "order", "person", "detail", "short", "records", "record", "logs", "log", "notes",
+               "files", "data", "database", "history", "company", "presence", "vicinity", "sight", "path",
+               "meeting", "meetings", "mind", "touch"}
 
 
 def _unknown_names(question: str, q: str, person_names: dict[str, str],
@@ -190,13 +193,16 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
     for i, tok in enumerate(tokens):
         word = re.sub(r"'s$", "", tok.group(0))
         gap = question[tokens[i - 1].end():tok.start()] if i else ""
-        capitalised = i > 0 and not re.search(r"[.!?;]", gap) and re.fullmatch(r"[A-Z][a-z]+", word) is not None
+        # a name opening a terse question ("Hana's lunch: ...", "Hana, ...") counts too
+        opens = i == 0 and (tok.group(0).endswith("'s") or question[tok.end():tok.end() + 1] in (",", ":"))
+        capitalised = (i > 0 or opens) and not re.search(r"[.!?;]", gap) and \
+            re.fullmatch(r"[A-Z][a-z]+", word) is not None
         if not capitalised or any(m.start <= tok.start() < m.end for m in matched):
             continue
         if run_end == i - 1 and gap.strip() == "" and not tokens[i - 1].group(0).endswith("'s"):
             runs[-1][0].append(word)
         else:
-            runs.append(([word], tokens[i - 1].group(0).lower() in _DETERMINERS))
+            runs.append(([word], i > 0 and tokens[i - 1].group(0).lower() in _DETERMINERS))
         run_end = i
     for words, after_determiner in runs:
         name = " ".join(words)
@@ -233,6 +239,9 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
             j += 1
         if (not phrase or phrase[-1] in _NOT_PLACES or all(w in _GENERIC_PLACES for w in phrase)
                 or phrase[0] in _SAME_WORDS):          # "in the same room", "in another room"
+            continue
+        phrase = [w[:-2] if w.endswith("'s") else w for w in phrase]   # "in Alice's company": Alice's
+        if phrase[-1] in _NOT_PLACES:
             continue
         text = " ".join(phrase)
         if (any(re.search(rf"\b{re.escape(name)}\b", text) for name in place_names)
