@@ -354,3 +354,28 @@ def test_naming_two_identities_alike_merges_them(store):
     result = store.insert_batch([obs(51, T0 + 41 * HOUR, "bob again", people=["bob"], episode="day3")])
     assert result.stored == ["o51"] and result.sightings_dropped == 1   # bob is an alias of forgotten alice
     assert store.get_observation("o51")["persons"] == [] and "bob" not in store.get_observation("o51")["description"]
+
+
+def test_a_person_seen_through_a_door_is_placed_where_they_stood(store):
+    """The fixture's kitchen is around (1.2, 1.2) and the corridor at (10, 0): from the corridor
+    the robot sees Carol standing at (2, 1) in the kitchen, and Dave next to itself."""
+    from embodied_memory.types import Observation, PersonSighting, Pose
+    t = T0 + 30 * HOUR
+    people = [PersonSighting((0, 0, 10, 20), "carol", 0.9, 0.8, position=(2.0, 1.0, 0.0)),
+              PersonSighting((20, 0, 30, 20), "dave", 0.9, 0.8, position=(10.5, 0.0, 0.0))]
+    store.insert([Observation("door", t, "day2", Pose(10.0, 0.0, 0.0, 3.14), description="corridor",
+                              waypoint_id="corridor", people=people)])
+    carol = store.person_observations("carol")[0]
+    assert (carol["waypoint"], carol["robot_waypoint"], carol["person_position"]) == ("kitchen", "corridor",
+                                                                                     [2.0, 1.0, 0.0])
+    assert store.person_observations("dave")[0]["waypoint"] == "corridor" and \
+        "robot_waypoint" not in store.person_observations("dave")[0]
+    kitchen = store.waypoint_observations("kitchen", t_start=t - 1)
+    assert [(r["id"], r["persons"]) for r in kitchen] == [("door", ["carol"])]
+    corridor = store.waypoint_observations("corridor", t_start=t - 1)
+    assert [(r["id"], r["persons"]) for r in corridor] == [("door", ["dave"])]
+    # without a pose there is no frame to place anyone in: the observation's waypoint holds
+    store.insert([Observation("blind", t + 60, "day2", None, description="no pose", waypoint_id="corridor",
+                              people=[PersonSighting((0, 0, 10, 20), "erin", 0.9, position=(2.0, 1.0, 0.0))])])
+    erin = store.person_observations("erin")[0]
+    assert erin["waypoint"] == "corridor" and "person_position" not in erin

@@ -20,7 +20,8 @@ def seen(i, t, position=None):
 def as_schema_1(db_path):
     """The database as the release before schema 2 wrote it: no person position columns."""
     with sqlite3.connect(db_path) as conn:
-        for column in ("px", "py", "pz"):
+        conn.execute("DROP INDEX sightings_place")
+        for column in ("px", "py", "pz", "waypoint_id"):
             conn.execute(f"ALTER TABLE sightings DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
 
@@ -43,6 +44,7 @@ def test_a_schema_1_memory_is_migrated_with_a_backup_and_keeps_its_sightings(tmp
     rows = store.person_observations("alice", order="oldest")
     assert [r["id"] for r in rows] == ["o0", "o1"]
     assert "person_position" not in rows[0] and rows[1]["person_position"] == [3.0, 4.0, 0.9]
+    assert [r["waypoint"] for r in rows] == ["lab", "lab"] and "robot_waypoint" not in rows[0]   # the old one: the robot's
     store.close()
     store = open_store(params)       # opened again: nothing left to migrate, nothing lost
     assert len(store.person_observations("alice")) == 2

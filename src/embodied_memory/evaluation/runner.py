@@ -119,7 +119,7 @@ def ground_truth_objects(truth):
 
 def ground_truth_people(truth):
     """Annotator for the labelled ablation: everyone in view at the observation's time, as an
-    identity named after them (no detector, face or re-ID involved)."""
+    identity named after them, where they stood (no detector, face, re-ID or depth involved)."""
     import bisect
     from ..types import PersonSighting
     times = [f["t"] for f in truth.frames]
@@ -129,7 +129,10 @@ def ground_truth_people(truth):
         near = [j for j in (i - 1, i) if 0 <= j < len(times) and abs(times[j] - obs.stamp) < 0.6]
         if near:
             frame = truth.frames[min(near, key=lambda j: abs(times[j] - obs.stamp))]
-            obs.people = [PersonSighting((0.0, 0.0, 1.0, 1.0), name, 1.0, 1.0) for name in sorted(frame["visible"])]
+            seen = frame.get("seen", {})
+            obs.people = [PersonSighting((0.0, 0.0, 1.0, 1.0), name, 1.0, 1.0,
+                                         position=(*seen[name]["position"][:2], 0.0) if name in seen else None)
+                          for name in sorted(frame["visible"])]
     return annotate
 
 

@@ -62,6 +62,13 @@ def _unblob(data: Optional[bytes]) -> Optional[np.ndarray]:
     return None if data is None else np.frombuffer(data, dtype=np.float32)
 
 
+def _nearest_waypoint(position, centres) -> Optional[str]:
+    """The waypoint whose centre (the mean of the robot's positions there) is nearest a person's
+    position: the place the person was in, which may not be the robot's (seen through a door)."""
+    best = min(centres, key=lambda c: math.hypot(c[1] - position[0], c[2] - position[1]), default=None)
+    return best[0] if best is not None else None
+
+
 def _unit(vec: np.ndarray) -> np.ndarray:
     norm = float(np.linalg.norm(vec))
     return vec / norm if norm > 0 else vec
@@ -611,22 +618,28 @@ class MemoryStore:
             conn.execute("INSERT INTO regions(obs, label, score, x1, y1, x2, y2, emb, cx, cy, cz, "
                          "sx, sy, sz) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          (row_id, r.label, r.score, *r.box, _blob(r.embedding), *c3, *s3))
-        for s in obs.people:
-            if s.identity_id:
-                conn.execute("INSERT OR IGNORE INTO identities(identity_id, created) VALUES (?, ?)",
-                             (s.identity_id, now))
-            conn.execute(
-                "INSERT INTO sightings(obs, identity_id, t, confidence, detection_score, x1, y1, x2, "
-                "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path, px, py, pz) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (row_id, s.identity_id or None, obs.stamp, s.identity_confidence, s.detection_score,
-                 *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
-                 _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
-                 s.crop_path, *(s.position if s.position is not None else (None, None, None))))
         if obs.waypoint_id and p is not None:   # the summary: observations with a position
             conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) VALUES (?, 1, ?, ?, ?) "
                          "ON CONFLICT(waypoint_id) DO UPDATE SET n=n+1, sx=sx+excluded.sx, sy=sy+excluded.sy, "
                          "last=MAX(last, excluded.last)", (obs.waypoint_id, x, y, obs.stamp))
+        centres = None
+        for s in obs.people:
+            if s.identity_id:
+                conn.execute("INSERT OR IGNORE INTO identities(identity_id, created) VALUES (?, ?)",
+                             (s.identity_id, now))
+            position = s.position if p is not None else None     # no pose: no frame to place them in
+            if position is not None and centres is None:
+                centres = conn.execute("SELECT waypoint_id, sx / n, sy / n FROM waypoint_stats").fetchall()
+            place = _nearest_waypoint(position, centres) if position is not None else None
+            conn.execute(
+                "INSERT INTO sightings(obs, identity_id, t, confidence, detection_score, x1, y1, x2, "
+                "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path, px, py, pz, waypoint_id) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (row_id, s.identity_id or None, obs.stamp, s.identity_confidence, s.detection_score,
+                 *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
+                 _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
+                 s.crop_path, *(position if position is not None else (None, None, None)),
+                 place or obs.waypoint_id or None))
         return row_id, text_vec, image_vec
 
     # -- helpers for results ----------------------------------------------------------------
@@ -840,13 +853,30 @@ class MemoryStore:
     def waypoint_observations(self, waypoint_id: str, t_start: Optional[float] = None,
                               t_end: Optional[float] = None, limit: int = 50,
                               order: str = "newest") -> list[dict]:
-        """HUMEMBR waypoint history: what was seen at waypoint W in [t_start, t_end]; ``order``
-        "newest" = the most recent ``limit``, newest first; "oldest" = the earliest, oldest first."""
-        rows = self._conn().execute(
-            f"SELECT {_OBS_COLUMNS} FROM observations WHERE waypoint_id=? AND t >= ? AND t <= ? "
-            f"{self._order_sql(order, 't')} LIMIT ?",
-            (waypoint_id, 0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end, limit))
-        return [self._record(r) for r in rows]
+        """HUMEMBR waypoint history: what was seen at waypoint W in [t_start, t_end]: the robot's
+        observations there, and those from elsewhere that saw a person standing at W (through a
+        door); each record's ``persons`` are the people who were at W.  ``order`` "newest" = the
+        most recent ``limit``, newest first; "oldest" = the earliest, oldest first."""
+        conn = self._conn()
+        window = (0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end)
+        rows = conn.execute(
+            f"SELECT {_OBS_COLUMNS} FROM observations WHERE (waypoint_id=?1 OR id IN (SELECT obs FROM "
+            "sightings WHERE waypoint_id=?1 AND t >= ?2 AND t <= ?3)) AND t >= ?2 AND t <= ?3 "
+            f"{self._order_sql(order, 't')} LIMIT ?4", (waypoint_id, *window, limit)).fetchall()
+        places: dict[int, dict[str, set]] = {}   # observation -> person -> the places they were seen at
+        for start in range(0, len(rows), 900):
+            chunk = [r["id"] for r in rows[start:start + 900]]
+            for s in conn.execute(f"SELECT obs, identity_id, waypoint_id FROM sightings WHERE obs IN "
+                                  f"({','.join('?' * len(chunk))}) AND identity_id IS NOT NULL", chunk):
+                places.setdefault(s["obs"], {}).setdefault(s["identity_id"], set()).add(s["waypoint_id"])
+        records = []
+        for r in rows:
+            rec = self._record(r)
+            seen = places.get(r["id"], {})
+            rec["persons"] = [x for x in rec["persons"] if waypoint_id in seen.get(x, {waypoint_id, None})
+                              or None in seen.get(x, ())]
+            records.append(rec)
+        return records
 
     def person_observations(self, person: str, t_start: Optional[float] = None,
                             t_end: Optional[float] = None, limit: int = 50,
@@ -856,13 +886,22 @@ class MemoryStore:
         identity = self.resolve_person(person)
         rows = self._conn().execute(
             f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))}, s.confidence, "
-            "s.activity, s.px, s.py, s.pz FROM sightings s JOIN observations o ON o.id = s.obs WHERE "
-            f"s.identity_id=? AND s.t >= ? AND s.t <= ? {self._order_sql(order, 's.t')} LIMIT ?",
-            (identity, 0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end, limit))
-        return [{**self._record(r), "confidence": round(r["confidence"] or 0.0, 3),
-                 **({"activity": r["activity"]} if r["activity"] else {}),
-                 **({"person_position": [round(r["px"], 2), round(r["py"], 2), round(r["pz"], 2)]}
-                    if r["px"] is not None else {})} for r in rows]
+            "s.activity, s.px, s.py, s.pz, s.waypoint_id AS place FROM sightings s JOIN observations o "
+            f"ON o.id = s.obs WHERE s.identity_id=? AND s.t >= ? AND s.t <= ? {self._order_sql(order, 's.t')} "
+            "LIMIT ?", (identity, 0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end, limit))
+        return [self._sighting_record(r) for r in rows]
+
+    def _sighting_record(self, r: sqlite3.Row) -> dict:
+        """An observation as a sighting of one person: ``waypoint`` is where the person was (the
+        waypoint nearest where they stood, when depth placed them), ``robot_waypoint`` where
+        the robot was when that differs, ``person_position`` where they stood (when known)."""
+        rec = {**self._record(r), "confidence": round(r["confidence"] or 0.0, 3),
+               **({"activity": r["activity"]} if r["activity"] else {})}
+        if r["px"] is not None:
+            rec["person_position"] = [round(r["px"], 2), round(r["py"], 2), round(r["pz"], 2)]
+        if r["place"] and r["place"] != rec["waypoint"]:
+            rec["robot_waypoint"], rec["waypoint"] = rec["waypoint"], r["place"]
+        return rec
 
     def day_bounds(self, date: str) -> tuple[float, float]:
         """[start, end) UNIX times of a calendar day (YYYY-MM-DD) in the store's time zone."""

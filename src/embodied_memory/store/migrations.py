@@ -18,9 +18,12 @@ log = logging.getLogger(__name__)
 
 # version reached -> (what changed, statements)
 MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
-    2: ("sightings record where the person stood (px, py, pz in the pose's frame, from depth)",
+    2: ("sightings record where the person stood (px, py, pz in the pose's frame, from depth) and "
+        "the place they were in (waypoint_id; older sightings: the observation's)",
         ("ALTER TABLE sightings ADD COLUMN px REAL", "ALTER TABLE sightings ADD COLUMN py REAL",
-         "ALTER TABLE sightings ADD COLUMN pz REAL")),
+         "ALTER TABLE sightings ADD COLUMN pz REAL", "ALTER TABLE sightings ADD COLUMN waypoint_id TEXT",
+         "UPDATE sightings SET waypoint_id = (SELECT NULLIF(o.waypoint_id, '') FROM observations o "
+         "WHERE o.id = sightings.obs)")),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
