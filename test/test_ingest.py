@@ -113,3 +113,22 @@ def test_intrinsics_are_given_in_the_colour_image_pixels():
     depth_info = SimpleNamespace(k=[138.6, 0, 80.0, 0, 138.6, 60.0, 0, 0, 1], width=160, height=120)
     assert pixel_intrinsics(depth_info, (640, 480)) == pytest.approx((554.4, 554.4, 320.0, 240.0))
     assert pixel_intrinsics(SimpleNamespace(k=[0.0] * 9, width=160, height=120), (640, 480)) is None
+
+
+def test_depth_pairs_with_its_frame_whichever_arrives_first():
+    from embodied_memory.ingest.sync import DepthPairing
+    pairing, got = DepthPairing(tolerance_s=0.1), {}
+    pairing.on_depth(1.0, "d1")
+    pairing.on_frame(1.0, lambda d: got.__setitem__("f1", d))      # depth first
+    pairing.on_frame(2.0, lambda d: got.__setitem__("f2", d))      # depth later
+    pairing.on_frame(3.0, lambda d: got.__setitem__("f3", d))      # never any depth near it
+    pairing.on_depth(2.05, "d2")
+    pairing.on_depth(2.5, "d3")
+    assert got == {"f1": "d1", "f2": "d2"}
+    # 10 Hz, each depth published after its colour frame: the previous frame's depth (0.1 s
+    # away) is replaced by the frame's own
+    pairing.on_depth(4.0, "d4")
+    pairing.on_frame(4.1, lambda d: got.__setitem__("f5", d))
+    assert got["f5"] == "d4"
+    pairing.on_depth(4.1, "d5")
+    assert got["f5"] == "d5"

@@ -5,7 +5,6 @@ in one process for tests, benchmarks and batch imports, and reports where the ti
 """
 from __future__ import annotations
 
-import collections
 import logging
 import time
 from dataclasses import dataclass, field
@@ -17,11 +16,10 @@ from ..types import Keyframe, Observation
 from .bag_reader import Bag, BagError
 from .images import ImageDecodeError, decode_depth, decode_image_msg, pixel_intrinsics
 from .selection import FrameSelector, SelectionParams
-from .sync import FramePoser, PosedFrame, TimeBuffer, odometry_transform, tf_transform
+from .sync import DepthPairing, FramePoser, PosedFrame, TimeBuffer, odometry_transform, tf_transform
 from .transforms import Transform, TransformBuffer
 
 log = logging.getLogger(__name__)
-DEPTH_TOLERANCE_S = 0.1   # a depth image pairs with the colour frame this close in time
 
 
 @dataclass(frozen=True)
@@ -102,8 +100,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
     poser: FramePoser[Keyframe] = FramePoser(TransformBuffer(topics.tf_cache_s), topics.fixed_frame,
                                              topics.base_frame, topics.transform_wait_s,
                                              non_finite_tolerance_s=topics.pose_tolerance_s)
-    waypoints, depths = TimeBuffer[str](), TimeBuffer()
-    awaiting_depth: collections.deque[Keyframe] = collections.deque(maxlen=8)   # recent frames without depth yet
+    waypoints, depths = TimeBuffer[str](), DepthPairing()
     camera_info = None
     embed = (lambda im: perception.embedder.embed([im])[0]) if selection.policy == "similarity" else None
     selector = FrameSelector(selection, embed)
@@ -175,13 +172,12 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                 stamp = stamp_of(decoded, msg.stamp_ns)
                 stage["decode"] += time.perf_counter() - t
                 wp = waypoints.latest()
-                depth = depths.nearest(stamp, DEPTH_TOLERANCE_S)
                 kf = Keyframe(f"{episode}/{int(round(stamp * 1e9))}", stamp, episode, None, image,
-                              waypoint_id=wp[1] if wp else "", depth=depth[1] if depth else None,
+                              waypoint_id=wp[1] if wp else "",
                               intrinsics=pixel_intrinsics(camera_info, (image.shape[1], image.shape[0]))
                               if camera_info is not None else None)
-                if depth is None and topics.depth_topic:
-                    awaiting_depth.append(kf)
+                if topics.depth_topic:
+                    depths.on_frame(stamp, lambda metres, kf=kf: setattr(kf, "depth", metres))
                 posed(poser.add_frame(stamp, kf, msg.stamp_ns * 1e-9))   # waits in bag time
             elif msg.topic == topics.odom_topic:
                 decoded = bag.deserialize(msg)
@@ -203,14 +199,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                 except ImageDecodeError as exc:
                     log.warning("depth skipped: %s", exc)
                 else:
-                    depths.add(depth_stamp, metres)
-                    paired = [k for k in awaiting_depth if abs(k.stamp - depth_stamp) <= DEPTH_TOLERANCE_S]
-                    for kf in paired:
-                        kf.depth = metres          # recorded after its colour frame (still being selected)
-                    if paired:
-                        rest = [k for k in awaiting_depth if all(k is not p for p in paired)]
-                        awaiting_depth.clear()
-                        awaiting_depth.extend(rest)
+                    depths.on_depth(depth_stamp, metres)
             if len(poser):
                 posed(poser.poll(msg.stamp_ns * 1e-9))
         posed(poser.flush())

@@ -5,7 +5,7 @@ import bisect
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Generic, Optional, TypeVar
+from typing import Callable, Generic, Optional, TypeVar
 
 from ..types import Pose
 from .transforms import ExtrapolationError, Transform, TransformError, planar_pose
@@ -60,6 +60,42 @@ class TimeBuffer(Generic[T]):
     def __len__(self) -> int:
         return len(self._stamps)
 
+
+
+DEPTH_TOLERANCE_S = 0.1   # a depth image pairs with the colour frame this close in time
+
+
+class DepthPairing(Generic[T]):
+    """Pairs colour frames with the depth image nearest in time, whichever arrives first: a frame
+    gets the nearest depth image already received (``attach`` is called at once) and, unless its
+    stamp is the frame's, a nearer one that arrives later (a camera driver or a bag may publish
+    depth after colour; ``attach`` is called again, it replaces).  The last ``max_waiting``
+    frames wait; only a few recent depth images are kept."""
+
+    def __init__(self, tolerance_s: float = DEPTH_TOLERANCE_S, max_waiting: int = 8, max_depths: int = 4):
+        self.tolerance_s = tolerance_s
+        self._depths: TimeBuffer[T] = TimeBuffer(max_items=max_depths)
+        self._waiting: deque[list] = deque(maxlen=max_waiting)     # [stamp, attach, |dt| of its depth so far]
+
+    def on_frame(self, stamp: float, attach: Callable[[T], None]) -> None:
+        found = self._depths.nearest(stamp, self.tolerance_s)
+        gap = math.inf
+        if found is not None:
+            attach(found[1])
+            gap = abs(found[0] - stamp)
+        if gap > 0:
+            self._waiting.append([stamp, attach, gap])
+
+    def on_depth(self, stamp: float, depth: T) -> None:
+        self._depths.add(stamp, depth)
+        for entry in self._waiting:
+            gap = abs(entry[0] - stamp)
+            if gap <= self.tolerance_s and gap < entry[2]:
+                entry[1](depth)
+                entry[2] = gap
+        exact = [e for e in self._waiting if e[2] == 0]
+        for entry in exact:
+            self._waiting.remove(entry)
 
 @dataclass
 class PosedFrame(Generic[T]):

@@ -32,7 +32,7 @@ from tf2_msgs.msg import TFMessage
 
 from ..ingest.images import ImageDecodeError, decode_image_msg
 from ..ingest.selection import FrameSelector
-from ..ingest.sync import FramePoser, PosedFrame, TimeBuffer, odometry_transform, tf_transform
+from ..ingest.sync import DepthPairing, FramePoser, PosedFrame, odometry_transform, tf_transform
 from ..ingest.transforms import strip_slash
 from ..params import FrameSelectorNodeParams
 from ..stack import RUN_ID_ENV
@@ -75,7 +75,7 @@ class FrameSelectorNode(Node):
         self.tf_buffer, self.tf_buffer_kind = make_transform_buffer(p.tf_cache_s)
         self.poser: FramePoser = FramePoser(self.tf_buffer, p.fixed_frame, p.base_frame, p.transform_wait_s,
                                             max_pending=MAX_PENDING_FRAMES, non_finite_tolerance_s=p.pose_tolerance_s)
-        self.depths = TimeBuffer(max_items=30)
+        self.depths: DepthPairing = DepthPairing()   # depth may arrive before or after its colour frame
         self.health = h = NodeHealth(self)
         self.sensors = SensorSubscriptions(self, h)
         self.waypoint, self.camera_info = "", None
@@ -98,7 +98,7 @@ class FrameSelectorNode(Node):
         if p.waypoint_topic:
             self.create_subscription(String, p.waypoint_topic, lambda m: setattr(self, "waypoint", m.data), reliable)
         if p.depth_topic:
-            self.sensors.subscribe(Image, p.depth_topic, lambda m: self.depths.add(from_time_msg(m.header.stamp), m),
+            self.sensors.subscribe(Image, p.depth_topic, lambda m: self.depths.on_depth(from_time_msg(m.header.stamp), m),
                                    p.sensor_qos, depth=SENSOR_IMAGE_DEPTH)
         if p.camera_info_topic:
             self.sensors.subscribe(CameraInfo, p.camera_info_topic, lambda m: setattr(self, "camera_info", m),
@@ -175,11 +175,14 @@ class FrameSelectorNode(Node):
         self.frames += 1
         self._last_frame = time.monotonic()
         stamp = from_time_msg(msg.header.stamp)
-        self._deliver(self.poser.add_frame(stamp, (msg, self.waypoint), time.monotonic()))
+        paired: dict = {}                   # its depth image, now or when it arrives
+        if self.params.depth_topic:
+            self.depths.on_frame(stamp, lambda depth: paired.__setitem__("depth", depth))
+        self._deliver(self.poser.add_frame(stamp, (msg, self.waypoint, paired), time.monotonic()))
 
     def _deliver(self, frames: list[PosedFrame]) -> None:
         for f in frames:
-            msg, waypoint = f.payload
+            msg, waypoint, paired = f.payload
             if f.pose is None:
                 if f.non_finite:
                     self.health.drop("non_finite_pose", "a frame whose pose had NaN/inf")
@@ -192,7 +195,7 @@ class FrameSelectorNode(Node):
                         f"a frame at t={f.stamp:.3f} has no pose of {self.params.base_frame} in "
                         f"{self.params.fixed_frame} within transform_wait_s={self.params.transform_wait_s}: kept "
                         f"with its waypoint only ({self.without_pose} so far): {f.reason}")
-            self._select(f.stamp, msg, f.pose, waypoint)
+            self._select(f.stamp, msg, f.pose, waypoint, paired)
 
     def _waypoint_for(self, pose, reported: str) -> str:
         """The reported waypoint (GraphNav), else the nearest one of the table within the radius."""
@@ -200,10 +203,10 @@ class FrameSelectorNode(Node):
             return reported
         return self.waypoint_table.label_for(pose.x, pose.y, self.params.waypoint_radius_m)
 
-    def _select(self, stamp: float, msg, pose, waypoint: str) -> None:
+    def _select(self, stamp: float, msg, pose, waypoint: str, paired: dict) -> None:
         try:
             image = decode_image_msg(msg)
-            self._emit(self.selector.push(stamp, image, (msg, pose, self._waypoint_for(pose, waypoint))))
+            self._emit(self.selector.push(stamp, image, (msg, pose, self._waypoint_for(pose, waypoint), paired)))
         except ImageDecodeError as exc:
             self.bad_images += 1
             self.health.drop("undecodable_image", f"a frame: {exc}")
@@ -216,7 +219,7 @@ class FrameSelectorNode(Node):
 
     def _emit(self, selected) -> None:
         for sel in selected:
-            image_msg, pose, waypoint = sel.payload
+            image_msg, pose, waypoint, paired = sel.payload
             stamp = from_time_msg(image_msg.header.stamp)
             kf = KeyframeMsg(keyframe_id=f"{self.episode}/{image_msg.header.stamp.sec}.{image_msg.header.stamp.nanosec:09d}",
                              waypoint_id=waypoint, episode_id=self.episode, segment_id=sel.segment_id,
@@ -227,9 +230,8 @@ class FrameSelectorNode(Node):
             else:
                 kf.image = image_msg
             kf.pose = optional_pose_to_msg(pose, stamp)     # no pose: an empty frame_id
-            depth = self.depths.nearest(stamp, 0.1)
-            if depth is not None:
-                kf.has_depth, kf.depth = True, depth[1]
+            if "depth" in paired:
+                kf.has_depth, kf.depth = True, paired["depth"]
             if self.camera_info is not None:
                 kf.camera_info = self.camera_info
             self._pub.publish(kf)
