@@ -79,6 +79,20 @@ def test_a_bridging_face_merges_two_clusters():
     assert manager.identities == [first[0]]
 
 
+
+def test_one_face_near_a_single_point_of_another_cluster_does_not_chain_them():
+    """Two people; a blurred face close to three of Ann's faces and to one of Ben's (the one
+    most like Ann) joins Ann and merges nothing: Ben stays Ben."""
+    manager = IdentityManager(IdentityParams(eps=0.3, min_samples=3))      # eps: 45.6 degrees apart
+    at = lambda degrees: unit([np.cos(np.radians(degrees)), np.sin(np.radians(degrees)), 0, 0])  # noqa: E731
+    ann, ben_near, ben = at(0), at(50), at(75)
+    first = {manager.assign(ann).identity_id for _ in range(3)}
+    second = {manager.assign(v).identity_id for v in (ben, ben, ben_near)}
+    assert len(first) == len(second) == 1 and first != second
+    blurred = manager.assign(at(15))    # near Ann's three faces and Ben's nearest one only
+    assert blurred.identity_id in first and blurred.merged == []
+    assert manager.assign(ben).identity_id in second and len(manager.identities) == 2
+
 def test_faceless_sightings_use_reid_under_a_threshold():
     manager = IdentityManager(IdentityParams(reid_threshold=0.2))
     body = unit([1, 1, 0, 0])

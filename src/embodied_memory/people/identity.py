@@ -3,9 +3,10 @@ sightings, merges when evidence joins two clusters, pseudonymous ids stable acro
 
 HUMEMBR's two stages:
 1. Sightings with a face embedding are clustered with an incremental DBSCAN (cosine distance,
-   ``eps``, ``min_samples``).  A new point joins the cluster of its core neighbours; if its
-   neighbours belong to several clusters they are merged (the oldest id survives, the others
-   are reported so the memory can relabel them).  A point with no clustered neighbour opens a
+   ``eps``, ``min_samples``).  A new point joins the cluster of its neighbours; if it is a
+   core point of several clusters (at least ``min_samples - 1`` neighbours in each) they are
+   merged (the oldest id survives, the others are reported so the memory can relabel them);
+   otherwise it joins the cluster it has most neighbours in (no chaining through one point).  A point with no clustered neighbour opens a
    new identity at once (tentative until it has ``min_samples`` points), so every sighting
    with a face gets an id immediately.
 2. Sightings without a face are matched by body re-ID embedding to the nearest identity's
@@ -259,11 +260,16 @@ class IdentityManager:
             self._clusters[cluster] = self._new_identity()
             # unclustered neighbours (there are none: every point gets a cluster) stay as they are
         else:
-            # the oldest identity survives a merge
-            cluster = min(clusters, key=lambda c: self._clusters[c])
-            core = len(neighbours) + 1 >= p.min_samples
-            if core and len(clusters) > 1:
-                for other in clusters:
+            # a merge needs the face to be a core point of each cluster on its own (at least
+            # min_samples - 1 neighbours in it): one face near a single point of another cluster
+            # (a blurred, distant face) does not chain two people together; it joins the cluster
+            # it has most neighbours in.  The oldest identity survives a merge.
+            in_cluster = {c: int(np.sum(labels[neighbours] == c)) for c in clusters}
+            dense = [c for c in clusters if in_cluster[c] + 1 >= p.min_samples]
+            cluster = min(dense, key=lambda c: self._clusters[c]) if dense else \
+                max(clusters, key=lambda c: (in_cluster[c], -float(np.min(distances[neighbours][labels[neighbours] == c]))))
+            if len(dense) > 1:
+                for other in dense:
                     if other == cluster:
                         continue
                     absorbed, survivor = self._clusters[other], self._clusters[cluster]
@@ -273,9 +279,6 @@ class IdentityManager:
                     labels[labels == other] = cluster
                     del self._clusters[other]
                 self._labels = labels.tolist()
-            elif len(clusters) > 1:  # a border point between clusters joins the nearest one
-                nearest = neighbours[np.argmin(distances[neighbours])]
-                cluster = int(labels[nearest])
         self._labels.append(cluster)
         if len(self._labels) > p.max_face_points:
             self._faces, self._labels = self._faces[-p.max_face_points:], self._labels[-p.max_face_points:]

@@ -62,11 +62,18 @@ def _unblob(data: Optional[bytes]) -> Optional[np.ndarray]:
     return None if data is None else np.frombuffer(data, dtype=np.float32)
 
 
+PLACE_RADIUS_M = 4.0   # a person farther than this from every waypoint's centre stays at the robot's waypoint
+
+
 def _nearest_waypoint(position, centres) -> Optional[str]:
-    """The waypoint whose centre (the mean of the robot's positions there) is nearest a person's
-    position: the place the person was in, which may not be the robot's (seen through a door)."""
+    """The waypoint whose centre (the mean of the robot's positions there so far) is nearest a
+    person's position, within PLACE_RADIUS_M: the place the person was in, which may not be the
+    robot's (seen through a door).  None when no waypoint is that near (a room the robot has not
+    been in yet): the caller keeps the robot's."""
     best = min(centres, key=lambda c: math.hypot(c[1] - position[0], c[2] - position[1]), default=None)
-    return best[0] if best is not None else None
+    if best is None or math.hypot(best[1] - position[0], best[2] - position[1]) > PLACE_RADIUS_M:
+        return None
+    return best[0]
 
 
 def _unit(vec: np.ndarray) -> np.ndarray:
