@@ -120,15 +120,17 @@ SPECS: dict[str, dict] = {
             "required": ["query"]}},
     "waypoint_observations": {
         "description": f"What was observed at a waypoint (place) in a time window: at most {HISTORY_ROWS} "
-                       "observations (see order); with summary, everyone seen there in the whole window.",
+                       "observations (see order), also views from elsewhere of people standing there; persons: "
+                       "who was at that place; with summary, everyone seen there in the whole window.",
         "parameters": {"type": "object", "properties": {
             "waypoint": _string("waypoint id, e.g. 'kitchen'"), **_WINDOW,
             "summary": {"type": "boolean", "description": "true: who was seen there (first, last sighting)"}},
             "required": ["waypoint"]}},
     "person_observations": {
         "description": f"Sightings of one person in a time window: at most {HISTORY_ROWS} (see order), each "
-                       "with the robot's position and, when known, person_position (where they stood); with "
-                       "summary, totals of the whole window.",
+                       "with the place the person was in (waypoint; robot_waypoint: the robot's, when another), "
+                       "the robot's position and, when known, person_position (where they stood); with summary, "
+                       "totals of the whole window.",
         "parameters": {"type": "object", "properties": {
             "person": _string("person id or name"), **_WINDOW,
             "summary": {"type": "boolean", "description": "true: days seen; per place sightings, days, visits, "
