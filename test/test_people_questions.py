@@ -264,3 +264,17 @@ def test_a_name_opening_a_terse_question_is_checked(agent):
     assert ask(agent, "Zoe's usual lunch time?").text == "I don't know who Zoe is."
     assert ask(agent, "Zoe, where did you last see her?").text == "I don't know who Zoe is."
     assert ask(agent, "Bob's last place today?").waypoint == "north_corridor_1"
+
+
+@pytest.mark.parametrize("question, binary", [("Did Bob make it in ahead of Alice on Monday?", "no"),
+                                               ("On Monday, did Bob turn up after Alice?", "yes")])
+def test_who_came_first_asked_yes_or_no(agent, question, binary):
+    ans = ask(agent, question)
+    assert (ans.binary, ans.persons[0]) == (binary, ALICE) and ans.text.startswith(binary.capitalize())
+
+
+def test_openers_and_scene_setting_clauses_are_not_the_question(agent):
+    assert ask(agent, "Hey, when did Carol show up today?").status == "ok"       # "Hey" is nobody's name
+    ans = ask(agent, "When you last spotted Bob, what room was he in?")          # a where question
+    assert ans.waypoint == "north_corridor_1" and ans.type == "position"
+    assert ask(agent, "Alice's latest location: which room?").type == "position"   # not her usual room

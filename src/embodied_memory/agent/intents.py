@@ -78,13 +78,16 @@ FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "depar
 # the words "first" / "last" decide between the two one-sighting families
 _LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final)\b")
 _FIRST_WORDS = re.compile(r"\b(first|earliest)\b")
-_TO_LAST = {"first_seen": "last_time", "arrival": "last_time"}
+_HABIT_WORDS = re.compile(r"\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
+_TO_LAST = {"first_seen": "last_time", "arrival": "last_time", "habit_place": "last_place", "habit_time": "last_time"}
 _TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen"}
 
 
 def by_first_or_last(intent: str, canonical_question: str) -> str:
     """A one-sighting intent turned to the other end when the question says so ("most recently")."""
     last, first = _LAST_WORDS.search(canonical_question), _FIRST_WORDS.search(canonical_question)
+    if intent.startswith("habit_") and _HABIT_WORDS.search(canonical_question):
+        return intent      # "usually", even with "last" in it: still a habit
     if last and not first:
         return _TO_LAST.get(intent, intent)
     if first and not last:

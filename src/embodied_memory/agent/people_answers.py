@@ -21,7 +21,7 @@ from typing import Callable, Optional
 from ..calendar_windows import LUNCH_MINUTES, clock_time, day_window, day_window_at, local_date, week_window
 from .answer import STATUS_NO_ANSWER, Answer
 from .memory_reader import MemoryReader
-from .question_parser import ParsedQuestion
+from .question_parser import OPENER_WORDS, ParsedQuestion
 from .slots import room_kind
 from .visits import observed_minutes, split_visits
 
@@ -29,6 +29,9 @@ NOT_WORKPLACES = ("lunch", "meeting", "passage")
 LUNCH_KINDS = ("lunch",)
 MAX_EVIDENCE = 10
 _EVER = re.compile(r"\b(ever|at any time|at all)\b", re.IGNORECASE)
+# a yes/no question, after openers and a leading phrase ("On Monday, did ...")
+_YES_NO = re.compile(r"^\W*([^,?]{0,40},\s*)?((" + "|".join(OPENER_WORDS) + r")\W+)*(did|was|were|is|has|had)\b",
+                     re.IGNORECASE)
 RECENT_S = 2 * 3600        # "where is X now": a sighting older than this says where X was, not is
 STILL_HERE_S = 30 * 60     # "when did X leave": a last sighting this recent may not be a departure
 NOW_S = 10 * 60            # "who is in the kitchen now": what the robot saw there this recently
@@ -277,8 +280,11 @@ class PeopleAnswers:
         others = [x for x in (p.person, p.person2) if x not in order]
         seen = "; ".join(f"{self.name(x)} first seen at {self._hhmm(firsts[x]['t'])}" for x in order)
         unseen = "".join(f"; I did not see {self.name(x)}" for x in others)
-        ans = Answer(type="persons", persons=order + others, confidence=0.6,
-                     text=f"{self.name(order[0])} came first ({seen}{unseen}).")
+        text = f"{self.name(order[0])} came first ({seen}{unseen})."
+        ans = Answer(type="persons", persons=order + others, confidence=0.6, text=text)
+        if _YES_NO.match(p.text):     # "Did Bob arrive before Alice?" (or "after"): answered yes or no
+            yes = (order[0] == p.person) != bool(re.search(r"\b(after|later than)\b", p.text.lower()))
+            ans.binary, ans.text = ("yes", f"Yes: {text}") if yes else ("no", f"No: {text}")
         return self._evidence(ans, [firsts[x] for x in order])
 
     def _companions(self, person: str, rows: list[dict]) -> list[dict]:

@@ -114,21 +114,30 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     return parsed
 
 
-_POLITE = re.compile(r"^((so|and|ok|okay|hey|hi|please|robot|excuse me|sorry)[ ,]+)*((do|did) you (know|remember|recall)|"
+# words that open a question without being part of it ("Hey, ...", "OK so ...")
+OPENER_WORDS = ("so", "and", "ok", "okay", "hey", "hi", "hello", "please", "robot", "excuse me", "sorry", "quick",
+                "well", "right", "alright", "listen", "oh", "thanks", "also", "now")
+_POLITE = re.compile(r"^((" + "|".join(OPENER_WORDS) + r")[ ,]+)*((do|did) you (know|remember|recall)|"
                      r"(can|could|would) you (tell|remind) me|tell me|any idea|i wonder|i'd like to know|"
                      r"i want to know|remind me)[ ,]+")
 _WH = [(re.compile(p), wh) for p, wh in (
     (r"^(when|what time|at what time|around what time|how early|how late)\b", "when"),
-    (r"^(where|which room|in which room|what room|in what room|which place)\b", "where"),
+    (r"^(where|(in |at )?(which|what) (room|place|location|spot|part of))\b", "where"),
     (r"^(for )?how (long|much time)\b(?! ago| since)", "how long"), (r"^how long (ago|since)\b", "when"),
     (r"^how many\b", "how many"),
     (r"^(who|whom|with whom|which people|which of)\b", "who"))]
 
 
+# a clause that sets the scene before the question ("When you last saw Bob, where was he?")
+_SCENE = re.compile(r"^(when|while|after|before|the last time|last time) (you|i|we|he|she|they|the robot)\b[^,?]*,\s*")
+
+
 def leading_wh(q: str) -> str:
     """The question's leading wh-word ("when", "where", "how long", "how many", "who") after a
-    polite opening ("do you know", "could you tell me"); "" if none."""
+    polite opening ("do you know", "could you tell me") and a scene-setting clause ("when you
+    last saw Bob, ..."); "" if none."""
     q = _POLITE.sub("", q.strip())
+    q = _SCENE.sub("", q) or q
     return next((wh for pattern, wh in _WH if pattern.match(q)), "")
 
 
@@ -159,7 +168,7 @@ yard courtyard entrance reception bathroom toilet restroom washroom cafeteria ca
 warehouse storeroom pantry closet bedroom lounge stairwell staircase elevator lift workshop studio auditorium gym
 terrace balcony patio parking wing building floor dock shed""".split())
 # "in the room", "in the building": no name to check (the building is the whole site)
-_GENERIC_PLACES = {"room", "area", "place", "location", "building", "premises", "site", "workplace"}
+_GENERIC_PLACES = {"room", "area", "place", "location", "building", "premises", "site", "workplace", "work"}
 _SAME_WORDS = {"same", "other", "another", "next", "one", "different"}
 _PLACE_NOUNS = _ROOM_WORDS | _GENERIC_PLACES             # part of a place phrase though stop words
 # phrases after "in the" that are not places ("who is in the picture")
@@ -167,7 +176,8 @@ _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory",
                "middle", "beginning", "dark", "rain", "sun", "background", "foreground", "way", "right", "total",
                "general", "order", "person", "detail", "short", "records", "record", "logs", "log", "notes",
                "files", "data", "database", "history", "company", "presence", "vicinity", "sight", "path",
-               "meeting", "meetings", "mind", "touch"}
+               "meeting", "meetings", "mind", "touch", "ahead", "advance", "front", "early", "late", "earlier",
+               "later", "first", "time"}
 
 
 def _unknown_names(question: str, q: str, person_names: dict[str, str],
@@ -194,7 +204,8 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
         word = re.sub(r"'s$", "", tok.group(0))
         gap = question[tokens[i - 1].end():tok.start()] if i else ""
         # a name opening a terse question ("Hana's lunch: ...", "Hana, ...") counts too
-        opens = i == 0 and (tok.group(0).endswith("'s") or question[tok.end():tok.end() + 1] in (",", ":"))
+        opens = i == 0 and (tok.group(0).endswith("'s") or question[tok.end():tok.end() + 1] in (",", ":")) \
+            and word.lower() not in OPENER_WORDS
         capitalised = (i > 0 or opens) and not re.search(r"[.!?;]", gap) and \
             re.fullmatch(r"[A-Z][a-z]+", word) is not None
         if not capitalised or any(m.start <= tok.start() < m.end for m in matched):
