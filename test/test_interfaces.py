@@ -47,6 +47,8 @@ def test_where_a_person_stood_survives_the_observation_message():
     assert msg.header.frame_id == "map" and [s.has_position for s in msg.people] == [True, False]
     back = observation_from_msg(msg)
     assert back.people[0].position == pytest.approx((1.5, -2.0, 0.9)) and back.people[1].position is None
+    msg.people[0].position.x = float("nan")          # a broken sender: the sighting stays, without a position
+    assert observation_from_msg(msg).people[0].position is None
 
 
 def test_local_tf2_msgs_hash_matches_upstream():

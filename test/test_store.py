@@ -379,3 +379,6 @@ def test_a_person_seen_through_a_door_is_placed_where_they_stood(store):
                               people=[PersonSighting((0, 0, 10, 20), "erin", 0.9, position=(2.0, 1.0, 0.0))])])
     erin = store.person_observations("erin")[0]
     assert erin["waypoint"] == "corridor" and "person_position" not in erin
+    exported = store.export_identity("carol")["sightings"][-1]      # a subject-access export says where too
+    assert (exported["waypoint"], exported["robot_waypoint"], exported["person_position"]) == \
+        ("kitchen", "corridor", [2.0, 1.0, 0.0])

@@ -1077,12 +1077,16 @@ class MemoryStore:
         ident = conn.execute("SELECT * FROM identities WHERE identity_id=?", (identity,)).fetchone()
         sightings = []
         for r in conn.execute(
-                "SELECT s.*, o.observation_id, o.episode_id, o.waypoint_id, o.x, o.y, o.image_path "
+                "SELECT s.*, s.waypoint_id AS place, o.observation_id, o.episode_id, o.waypoint_id AS robot_waypoint, "
+                "o.x, o.y, o.image_path "
                 "FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id=? ORDER BY s.t",
                 (identity,)):
             item = {"observation_id": r["observation_id"], "time": self.iso(r["t"]), "t": round(r["t"], 3),
                     "episode": r["episode_id"],
-                    "waypoint": r["waypoint_id"], "position": [r["x"], r["y"]] if r["x"] is not None else None, "box": [r["x1"], r["y1"], r["x2"], r["y2"]],
+                    "waypoint": r["place"] or r["robot_waypoint"], "robot_waypoint": r["robot_waypoint"],
+                    "position": [r["x"], r["y"]] if r["x"] is not None else None,
+                    "person_position": [r["px"], r["py"], r["pz"]] if r["px"] is not None else None,
+                    "box": [r["x1"], r["y1"], r["x2"], r["y2"]],
                     "confidence": r["confidence"], "image_path": r["image_path"], "crop_path": r["crop_path"],
                     "activity": r["activity"], "clothing": r["clothing"],
                     "has_face_embedding": r["face_emb"] is not None, "has_reid_embedding": r["reid_emb"] is not None}
