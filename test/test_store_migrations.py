@@ -17,28 +17,33 @@ def seen(i, t, position=None):
                                               position=position)])
 
 
-def as_schema_1(db_path):
-    """The database as the release before schema 2 wrote it: no person position columns."""
+def as_schema(db_path, version: int):
+    """The database as an older release wrote it: schema 1 had no person position columns,
+    schema 2 no person place."""
+    dropped = {1: ("px", "py", "pz", "waypoint_id"), 2: ("waypoint_id",)}[version]
     with sqlite3.connect(db_path) as conn:
         conn.execute("DROP INDEX sightings_place")
-        for column in ("px", "py", "pz", "waypoint_id"):
+        for column in dropped:
             conn.execute(f"ALTER TABLE sightings DROP COLUMN {column}")
-        conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+        conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
 
 
-def test_a_schema_1_memory_is_migrated_with_a_backup_and_keeps_its_sightings(tmp_path, caplog):
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_memory_is_migrated_with_a_backup_and_keeps_its_sightings(tmp_path, caplog, version):
     params = make_params(tmp_path, "sqlite_faiss")
     store = open_store(params)
     store.insert([seen(0, T0)])
     store.close()
     db = store.db_path
-    as_schema_1(db)
+    as_schema(db, version)
     with caplog.at_level("WARNING", logger="embodied_memory.store.migrations"):
         store = open_store(params)
-    assert any("migrated the memory from schema 1 to 2" in r.getMessage() for r in caplog.records)
-    backup = db.with_name("memory.sqlite3.schema1.bak")
+    steps = [r.getMessage() for r in caplog.records if "migrated the memory" in r.getMessage()]
+    assert [f"from schema {v} to {v + 1}" in m for v, m in zip(range(version, SCHEMA_VERSION), steps)] == \
+        [True] * (SCHEMA_VERSION - version)
+    backup = db.with_name(f"memory.sqlite3.schema{version}.bak")
     with sqlite3.connect(backup) as old:
-        assert old.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "1"
+        assert old.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(version)
         assert old.execute("SELECT COUNT(*) FROM sightings").fetchone()[0] == 1
     store.insert([seen(1, T0 + 60, position=(3.0, 4.0, 0.9))])
     rows = store.person_observations("alice", order="oldest")

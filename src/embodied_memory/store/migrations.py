@@ -9,6 +9,7 @@ transaction and the stored version is raised.  A memory written by a newer relea
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 from pathlib import Path
 
@@ -18,12 +19,13 @@ log = logging.getLogger(__name__)
 
 # version reached -> (what changed, statements)
 MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
-    2: ("sightings record where the person stood (px, py, pz in the pose's frame, from depth) and "
-        "the place they were in (waypoint_id; older sightings: the observation's)",
+    2: ("sightings record where the person stood (px, py, pz in the pose's frame, from depth)",
         ("ALTER TABLE sightings ADD COLUMN px REAL", "ALTER TABLE sightings ADD COLUMN py REAL",
-         "ALTER TABLE sightings ADD COLUMN pz REAL", "ALTER TABLE sightings ADD COLUMN waypoint_id TEXT",
+         "ALTER TABLE sightings ADD COLUMN pz REAL")),
+    3: ("sightings record the place the person was in (waypoint_id; older sightings: the observation's)",
+        ("ALTER TABLE sightings ADD COLUMN waypoint_id TEXT",
          "UPDATE sightings SET waypoint_id = (SELECT NULLIF(o.waypoint_id, '') FROM observations o "
-         "WHERE o.id = sightings.obs)")),
+         "WHERE o.id = sightings.obs) WHERE waypoint_id IS NULL")),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -35,6 +37,16 @@ def stored_version(conn: sqlite3.Connection) -> int | None:
         return None if row is None else int(row[0])
     except ValueError as exc:
         raise StoreError(f"the memory's schema version {row[0]!r} is not a number (a damaged meta table)") from exc
+
+
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", re.IGNORECASE)
+
+
+def _adds_an_existing_column(conn: sqlite3.Connection, statement: str) -> bool:
+    """An ADD COLUMN whose column is there already (a memory written by a development build
+    between releases): the step's other statements still run."""
+    m = _ADD_COLUMN.match(statement)
+    return bool(m) and any(row[1] == m.group(2) for row in conn.execute(f"PRAGMA table_info({m.group(1)})"))
 
 
 def migrate(conn: sqlite3.Connection, db_path: Path) -> None:
@@ -59,7 +71,8 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> None:
             continue
         try:
             for statement in statements:
-                conn.execute(statement)
+                if not _adds_an_existing_column(conn, statement):
+                    conn.execute(statement)
             conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(target),))
             conn.execute("COMMIT")
         except BaseException:
