@@ -278,3 +278,7 @@ def test_openers_and_scene_setting_clauses_are_not_the_question(agent):
     ans = ask(agent, "When you last spotted Bob, what room was he in?")          # a where question
     assert ans.waypoint == "north_corridor_1" and ans.type == "position"
     assert ask(agent, "Alice's latest location: which room?").type == "position"   # not her usual room
+    assert ask(agent, "Actually, where did you last see Bob?").waypoint == "north_corridor_1"  # "Actually": no name
+    assert ask(agent, "Zoe, where did you see her last?").text == "I don't know who Zoe is."
+    assert ask(agent, "Did Bob or Alice get in first on Monday?").binary == ""          # a choice, not yes/no
+    assert ask(agent, "Was Bob in front of the ballroom today?").text == "I don't know where the ballroom is."

@@ -371,7 +371,12 @@ def test_a_person_seen_through_a_door_is_placed_where_they_stood(store):
     assert store.person_observations("dave")[0]["waypoint"] == "corridor" and \
         "robot_waypoint" not in store.person_observations("dave")[0]
     kitchen = store.waypoint_observations("kitchen", t_start=t - 1)
-    assert [(r["id"], r["persons"]) for r in kitchen] == [("door", ["carol"])]
+    assert [(r["id"], r["persons"], r["waypoint"], r["robot_waypoint"]) for r in kitchen] == \
+        [("door", ["carol"], "kitchen", "corridor")]
+    # the view merges into the kitchen's history in time order, under the limit, both ways
+    assert [r["id"] for r in store.waypoint_observations("kitchen", limit=2)] == ["door", "o5"]
+    assert [r["id"] for r in store.waypoint_observations("kitchen", limit=4, order="oldest")] == \
+        ["o0", "o2", "o5", "door"]
     corridor = store.waypoint_observations("corridor", t_start=t - 1)
     assert [(r["id"], r["persons"]) for r in corridor] == [("door", ["dave"])]
     # without a pose there is no frame to place anyone in: the observation's waypoint holds

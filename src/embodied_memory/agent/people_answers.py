@@ -30,6 +30,9 @@ LUNCH_KINDS = ("lunch",)
 MAX_EVIDENCE = 10
 _EVER = re.compile(r"\b(ever|at any time|at all)\b", re.IGNORECASE)
 # a yes/no question, after openers and a leading phrase ("On Monday, did ...")
+_CHOICE = re.compile(r"\b(or|who|whom|which)\b", re.IGNORECASE)   # "Did Bob or Alice come first?": a choice
+_AFTER = re.compile(r"\b(after|later than)\b(?!\s+(lunch|noon|midday|work|breakfast|dinner|the|that|this|\d))",
+                    re.IGNORECASE)
 _YES_NO = re.compile(r"^\W*([^,?]{0,40},\s*)?((" + "|".join(OPENER_WORDS) + r")\W+)*(did|was|were|is|has|had)\b",
                      re.IGNORECASE)
 RECENT_S = 2 * 3600        # "where is X now": a sighting older than this says where X was, not is
@@ -282,8 +285,8 @@ class PeopleAnswers:
         unseen = "".join(f"; I did not see {self.name(x)}" for x in others)
         text = f"{self.name(order[0])} came first ({seen}{unseen})."
         ans = Answer(type="persons", persons=order + others, confidence=0.6, text=text)
-        if _YES_NO.match(p.text):     # "Did Bob arrive before Alice?" (or "after"): answered yes or no
-            yes = (order[0] == p.person) != bool(re.search(r"\b(after|later than)\b", p.text.lower()))
+        if _YES_NO.match(p.text) and not _CHOICE.search(p.text):   # "Did Bob arrive before Alice?": yes or no
+            yes = (order[0] == p.person) != bool(_AFTER.search(p.text))
             ans.binary, ans.text = ("yes", f"Yes: {text}") if yes else ("no", f"No: {text}")
         return self._evidence(ans, [firsts[x] for x in order])
 

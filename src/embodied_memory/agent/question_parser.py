@@ -169,6 +169,7 @@ warehouse storeroom pantry closet bedroom lounge stairwell staircase elevator li
 terrace balcony patio parking wing building floor dock shed""".split())
 # "in the room", "in the building": no name to check (the building is the whole site)
 _GENERIC_PLACES = {"room", "area", "place", "location", "building", "premises", "site", "workplace", "work"}
+_BESIDE = {"front", "middle", "back", "side", "corner", "end"}   # "in front of the X": a place is the X
 _SAME_WORDS = {"same", "other", "another", "next", "one", "different"}
 _PLACE_NOUNS = _ROOM_WORDS | _GENERIC_PLACES             # part of a place phrase though stop words
 # phrases after "in the" that are not places ("who is in the picture")
@@ -178,6 +179,9 @@ _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory",
                "files", "data", "database", "history", "company", "presence", "vicinity", "sight", "path",
                "meeting", "meetings", "mind", "touch", "ahead", "advance", "front", "early", "late", "earlier",
                "later", "first", "time"}
+
+
+_PRONOUN = re.compile(r"\b(she|he|her|him|his|hers|they|them|their)\b", re.IGNORECASE)
 
 
 def _unknown_names(question: str, q: str, person_names: dict[str, str],
@@ -203,9 +207,10 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
     for i, tok in enumerate(tokens):
         word = re.sub(r"'s$", "", tok.group(0))
         gap = question[tokens[i - 1].end():tok.start()] if i else ""
-        # a name opening a terse question ("Hana's lunch: ...", "Hana, ...") counts too
-        opens = i == 0 and (tok.group(0).endswith("'s") or question[tok.end():tok.end() + 1] in (",", ":")) \
-            and word.lower() not in OPENER_WORDS
+        # a name opening a terse question counts too: "Hana's lunch: ...", or "Hana, where is
+        # she?" (no one else named, a pronoun for her); not "Actually, where is Bob?"
+        opens = i == 0 and word.lower() not in OPENER_WORDS and (tok.group(0).endswith("'s") or (
+            question[tok.end():tok.end() + 1] in (",", ":") and not matched and _PRONOUN.search(question)))
         capitalised = (i > 0 or opens) and not re.search(r"[.!?;]", gap) and \
             re.fullmatch(r"[A-Z][a-z]+", word) is not None
         if not capitalised or any(m.start <= tok.start() < m.end for m in matched):
@@ -239,7 +244,8 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
     words = _words(q)
     place_words = {w for name in place_names for w in name.split()}
     for i, word in enumerate(words):
-        if word not in ("in", "inside", "into", "within", "at", "to"):
+        if word not in ("in", "inside", "into", "within", "at", "to") and not (
+                word == "of" and i and words[i - 1] in _BESIDE):
             continue
         j = i + 1
         det = words[j] if j < len(words) and words[j] in _DETERMINERS else ""
@@ -248,6 +254,8 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
         while j < len(words) and (words[j] not in _STOP or words[j] in _PLACE_NOUNS) and not words[j].isdigit():
             phrase.append(words[j])
             j += 1
+        if phrase and phrase[-1] in _BESIDE and j < len(words) and words[j] == "of":
+            continue                               # "in front of the X": the X follows "of"
         if (not phrase or phrase[-1] in _NOT_PLACES or all(w in _GENERIC_PLACES for w in phrase)
                 or phrase[0] in _SAME_WORDS):          # "in the same room", "in another room"
             continue

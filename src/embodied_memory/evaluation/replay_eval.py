@@ -132,7 +132,8 @@ def _score_text(q: PublicQuestion, ans: dict, judge) -> tuple[Optional[bool], Op
 
 def _waypoint_xy(store, waypoint: str) -> Optional[tuple[float, float]]:
     for name in dict.fromkeys((waypoint, waypoint.lower())):
-        points = [o["position"] for o in store.waypoint_observations(name, limit=200) if o.get("position")]
+        points = [o["position"] for o in store.waypoint_observations(name, limit=200)
+                  if o.get("position") and "robot_waypoint" not in o]      # where the robot was there
         if points:
             return (sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points))
     return None

@@ -70,9 +70,9 @@ class DepthPairing(Generic[T]):
     gets the nearest depth image already received (``attach`` is called at once) and, unless its
     stamp is the frame's, a nearer one that arrives later (a camera driver or a bag may publish
     depth after colour; ``attach`` is called again, it replaces).  The last ``max_waiting``
-    frames wait; only a few recent depth images are kept."""
+    frames wait; the last ``max_depths`` depth images are kept (about a second of a camera)."""
 
-    def __init__(self, tolerance_s: float = DEPTH_TOLERANCE_S, max_waiting: int = 8, max_depths: int = 4):
+    def __init__(self, tolerance_s: float = DEPTH_TOLERANCE_S, max_waiting: int = 8, max_depths: int = 30):
         self.tolerance_s = tolerance_s
         self._depths: TimeBuffer[T] = TimeBuffer(max_items=max_depths)
         self._waiting: deque[list] = deque(maxlen=max_waiting)     # [stamp, attach, |dt| of its depth so far]

@@ -646,7 +646,7 @@ class MemoryStore:
                  *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
                  _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
                  s.crop_path, *(position if position is not None else (None, None, None)),
-                 place or obs.waypoint_id or None))
+                 place if place and place != obs.waypoint_id else None))   # NULL: the observation's place
         return row_id, text_vec, image_vec
 
     # -- helpers for results ----------------------------------------------------------------
@@ -861,27 +861,36 @@ class MemoryStore:
                               t_end: Optional[float] = None, limit: int = 50,
                               order: str = "newest") -> list[dict]:
         """HUMEMBR waypoint history: what was seen at waypoint W in [t_start, t_end]: the robot's
-        observations there, and those from elsewhere that saw a person standing at W (through a
-        door); each record's ``persons`` are the people who were at W.  ``order`` "newest" = the
-        most recent ``limit``, newest first; "oldest" = the earliest, oldest first."""
+        observations there and views from elsewhere of a person standing at W (through a door:
+        ``waypoint`` W, ``robot_waypoint`` where the robot was); each record's ``persons`` are
+        the people who were at W.  ``order`` "newest" = the most recent ``limit``, newest first;
+        "oldest" = the earliest, oldest first.  Two ordered index scans, merged."""
         conn = self._conn()
         window = (0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end)
-        rows = conn.execute(
-            f"SELECT {_OBS_COLUMNS} FROM observations WHERE (waypoint_id=?1 OR id IN (SELECT obs FROM "
-            "sightings WHERE waypoint_id=?1 AND t >= ?2 AND t <= ?3)) AND t >= ?2 AND t <= ?3 "
-            f"{self._order_sql(order, 't')} LIMIT ?4", (waypoint_id, *window, limit)).fetchall()
-        places: dict[int, dict[str, set]] = {}   # observation -> person -> the places they were seen at
+        order_sql = self._order_sql(order, "t")
+        here = conn.execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE waypoint_id=? AND t >= ? AND t <= ? "
+                            f"{order_sql} LIMIT ?", (waypoint_id, *window, limit)).fetchall()
+        views = conn.execute(
+            f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))} FROM observations o WHERE o.id IN "
+            f"(SELECT obs FROM sightings WHERE waypoint_id=? AND t >= ? AND t <= ? {order_sql} LIMIT ?) "
+            f"{self._order_sql(order, 'o.t')}", (waypoint_id, *window, 4 * limit)).fetchall()   # a view: several people
+        view_ids = {r["id"] for r in views}
+        rows = sorted({r["id"]: r for r in [*here, *views]}.values(), key=lambda r: (r["t"], r["id"]),
+                      reverse=order == "newest")[:limit]
+        elsewhere: dict[int, dict[str, set]] = {}   # observation -> person -> the other places they stood at
         for start in range(0, len(rows), 900):
             chunk = [r["id"] for r in rows[start:start + 900]]
             for s in conn.execute(f"SELECT obs, identity_id, waypoint_id FROM sightings WHERE obs IN "
                                   f"({','.join('?' * len(chunk))}) AND identity_id IS NOT NULL", chunk):
-                places.setdefault(s["obs"], {}).setdefault(s["identity_id"], set()).add(s["waypoint_id"])
+                elsewhere.setdefault(s["obs"], {}).setdefault(s["identity_id"], set()).add(s["waypoint_id"])
         records = []
         for r in rows:
-            rec = self._record(r)
-            seen = places.get(r["id"], {})
-            rec["persons"] = [x for x in rec["persons"] if waypoint_id in seen.get(x, {waypoint_id, None})
-                              or None in seen.get(x, ())]
+            rec, places = self._record(r), elsewhere.get(r["id"], {})
+            if r["id"] in view_ids and rec["waypoint"] != waypoint_id:     # a view from elsewhere
+                rec["robot_waypoint"], rec["waypoint"] = rec["waypoint"], waypoint_id
+                rec["persons"] = [x for x in rec["persons"] if waypoint_id in places.get(x, ())]
+            else:                                  # the robot was there: all but those standing elsewhere
+                rec["persons"] = [x for x in rec["persons"] if None in places.get(x, {None})]
             records.append(rec)
         return records
 

@@ -22,10 +22,9 @@ MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
     2: ("sightings record where the person stood (px, py, pz in the pose's frame, from depth)",
         ("ALTER TABLE sightings ADD COLUMN px REAL", "ALTER TABLE sightings ADD COLUMN py REAL",
          "ALTER TABLE sightings ADD COLUMN pz REAL")),
-    3: ("sightings record the place the person was in (waypoint_id; older sightings: the observation's)",
-        ("ALTER TABLE sightings ADD COLUMN waypoint_id TEXT",
-         "UPDATE sightings SET waypoint_id = (SELECT NULLIF(o.waypoint_id, '') FROM observations o "
-         "WHERE o.id = sightings.obs) WHERE waypoint_id IS NULL")),
+    3: ("sightings record the place the person was in when it is not the robot's (waypoint_id; NULL: "
+        "the observation's, as for every older sighting)",
+        ("ALTER TABLE sightings ADD COLUMN waypoint_id TEXT",)),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
