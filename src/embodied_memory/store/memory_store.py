@@ -890,7 +890,7 @@ class MemoryStore:
                 rec["robot_waypoint"], rec["waypoint"] = rec["waypoint"], waypoint_id
                 rec["persons"] = [x for x in rec["persons"] if waypoint_id in places.get(x, ())]
             else:                                  # the robot was there: all but those standing elsewhere
-                rec["persons"] = [x for x in rec["persons"] if None in places.get(x, {None})]
+                rec["persons"] = [x for x in rec["persons"] if places.get(x, {None}) & {None, waypoint_id}]
             records.append(rec)
         return records
 
