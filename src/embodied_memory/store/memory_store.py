@@ -877,15 +877,15 @@ class MemoryStore:
         view_ids = {r["id"] for r in views}
         rows = sorted({r["id"]: r for r in [*here, *views]}.values(), key=lambda r: (r["t"], r["id"]),
                       reverse=order == "newest")[:limit]
-        elsewhere: dict[int, dict[str, set]] = {}   # observation -> person -> the other places they stood at
+        places_of: dict[int, dict[str, set]] = {}   # observation -> person -> places (None: the robot's)
         for start in range(0, len(rows), 900):
             chunk = [r["id"] for r in rows[start:start + 900]]
             for s in conn.execute(f"SELECT obs, identity_id, waypoint_id FROM sightings WHERE obs IN "
                                   f"({','.join('?' * len(chunk))}) AND identity_id IS NOT NULL", chunk):
-                elsewhere.setdefault(s["obs"], {}).setdefault(s["identity_id"], set()).add(s["waypoint_id"])
+                places_of.setdefault(s["obs"], {}).setdefault(s["identity_id"], set()).add(s["waypoint_id"])
         records = []
         for r in rows:
-            rec, places = self._record(r), elsewhere.get(r["id"], {})
+            rec, places = self._record(r), places_of.get(r["id"], {})
             if r["id"] in view_ids and rec["waypoint"] != waypoint_id:     # a view from elsewhere
                 rec["robot_waypoint"], rec["waypoint"] = rec["waypoint"], waypoint_id
                 rec["persons"] = [x for x in rec["persons"] if waypoint_id in places.get(x, ())]
