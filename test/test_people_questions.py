@@ -282,3 +282,9 @@ def test_openers_and_scene_setting_clauses_are_not_the_question(agent):
     assert ask(agent, "Zoe, where did you see her last?").text == "I don't know who Zoe is."
     assert ask(agent, "Did Bob or Alice get in first on Monday?").binary == ""          # a choice, not yes/no
     assert ask(agent, "Was Bob in front of the ballroom today?").text == "I don't know where the ballroom is."
+
+
+def test_who_questions_about_someone_ask_for_people_and_as_of_may_be_a_datetime(agent):
+    ans = agent.ask("Who did Alice have lunch with on Monday?", as_of=dt.datetime.fromtimestamp(ASKED, ZoneInfo(ZURICH)))
+    assert ans.planner == "rules" and ans.persons == [BOB]             # not what Alice did
+    assert "UNIX seconds" in agent.ask("Where is Bob?", as_of=dt.datetime(2026, 3, 29, 17)).error   # naive: refused

@@ -68,7 +68,9 @@ def allowed_intents(people_named: int, people_words: bool = False, wh: str = "")
     answering = [i for i in allowed if i in WH_INTENTS.get(wh, ())]
     if not answering:
         return allowed
-    return tuple(answering) + tuple(i for i in allowed if i in GENERAL or i == OUT_OF_SCOPE)
+    # "who ..." about someone asks for people, never what that someone did
+    general = tuple(i for i in GENERAL if not (wh == "who" and i == "describe_person"))
+    return tuple(answering) + tuple(i for i in allowed if i in general or i == OUT_OF_SCOPE)
 
 
 FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "departure": "last",

@@ -125,7 +125,7 @@ class QueryAgent:
             return LLMPlanner(self.client, self.params.function_call_limit)
         raise ValueError(f"unknown planner {clean_text(name, 100)!r} ({' | '.join(PLANNERS)})")
 
-    def ask(self, question: str, as_of: Optional[float] = None, planner: str = "",
+    def ask(self, question: str, as_of: Optional[float | dt.datetime] = None, planner: str = "",
             timeout_s: Optional[float] = None, hooks: Optional[QuestionHooks] = None) -> Answer:
         """Answer ``question`` as if asked at ``as_of`` (default: now) within ``timeout_s``
         (default ``params.question_timeout()``; time spent driving excluded).  ``hooks``
@@ -157,9 +157,12 @@ class QueryAgent:
 
     def _ask(self, question, as_of, requested: str, timeout_s, hooks: QuestionHooks,
              escalate: bool = True) -> tuple[Answer, Optional[ToolBox]]:
+        if isinstance(as_of, dt.datetime) and as_of.tzinfo is not None:
+            as_of = as_of.timestamp()          # an aware datetime is a moment too
         now = as_of if as_of else time.time()
         if not valid_time(now):
-            return Answer(status=STATUS_ERROR, error=f"as_of {now!r} is not a possible time", planner=requested), None
+            return Answer(status=STATUS_ERROR, planner=requested, error=f"as_of {now!r} is not a possible time "
+                          "(UNIX seconds, or a datetime with a time zone)"), None
         now_iso = dt.datetime.fromtimestamp(now, tz=self.tz).isoformat(timespec="seconds")
         question = question if isinstance(question, str) else ""
         if len(question) > MAX_QUESTION_CHARS:
