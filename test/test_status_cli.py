@@ -95,3 +95,10 @@ def test_health_reports_rates_of_counters_and_totals(ros_context, tmp_path):
     (tmp_path / "a" / "f").write_bytes(b"x" * 1000)
     (tmp_path / "g").write_bytes(b"y" * 24)
     assert dir_bytes(tmp_path) == 1024
+
+
+def test_a_short_timeout_bounds_the_wait_for_discovery_too():
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    done = subprocess.run([str(VENV_BIN / "embodied-memory"), "stats", "--timeout", "2"], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert done.returncode != 0 and "not discovered within 2 s" in done.stderr + done.stdout, done.stderr

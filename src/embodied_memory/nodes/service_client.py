@@ -53,7 +53,8 @@ def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: 
     Fast DDS then drops the response ("failed to send response"). So the call first lets
     discovery settle, and ``retry_s`` (for requests that are safe to repeat: reads, never questions)
     sends the request again after retry_s, 2*retry_s, ... until ``timeout_s``; the first
-    response wins."""
+    response wins.  Discovery waits at most ``timeout_s`` too (``--timeout 3`` is not 10 s)."""
+    wait_s = min(wait_s, timeout_s)
     with short_lived_node("em_cli") as (node, executor):
         client = node.create_client(srv_type, name, qos_profile=service_qos())
         wait_until_discovered(client.wait_for_service(timeout_sec=wait_s), executor, f"service {name}", wait_s)
