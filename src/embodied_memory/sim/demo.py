@@ -64,8 +64,10 @@ class StackRun:
         data.mkdir(parents=True, exist_ok=True)
         print(f"[{self.label}] memory in {data}; launching the default stack "
               f"(ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']})", flush=True)
+        from ..ingest.bag_writer import CAMERA_INFO_TOPIC, DEPTH_TOPIC
         sets = [f"perception.data_dir={data}", f"memory.data_dir={data}", "frame_selector.episode_id=demo_day",
-                "frame_selector.flush_after_s=1.0", *self.overrides]
+                "frame_selector.flush_after_s=1.0", f"frame_selector.depth_topic={DEPTH_TOPIC}",   # where people stood
+                f"frame_selector.camera_info_topic={CAMERA_INFO_TOPIC}", *self.overrides]
         self.launcher = subprocess.Popen(
             [str(Path(sys.executable).parent / "embodied-memory"), "launch", "default",
              *[arg for item in sets for arg in ("--set", item)]],
