@@ -1,10 +1,9 @@
 """Observations <-> plain JSON dicts (JSON-lines export/import between robots and stores)."""
 from __future__ import annotations
 
-import math
-from typing import Any, Optional
+from typing import Any
 
-from .types import Observation, PersonSighting, Pose, Region, as_vector
+from .types import Observation, PersonSighting, Pose, Region, as_vector, finite_point
 
 
 def _vec(values) -> list[float] | None:
@@ -32,14 +31,6 @@ def observation_to_dict(obs: Observation) -> dict[str, Any]:
     }
 
 
-def _finite(values) -> Optional[tuple]:
-    """A position as a tuple when all its values are finite numbers (else None: dropped)."""
-    try:
-        return tuple(float(v) for v in values) if values and all(math.isfinite(float(v)) for v in values) else None
-    except (TypeError, ValueError):
-        return None
-
-
 def observation_from_dict(data: dict[str, Any]) -> Observation:
     """Inverse of :func:`observation_to_dict`; raises ValueError naming the missing field."""
     try:
@@ -64,7 +55,7 @@ def observation_from_dict(data: dict[str, Any]) -> Observation:
                                    tuple(s["face_box"]) if s.get("face_box") else None,
                                    as_vector(s.get("face_embedding")), as_vector(s.get("reid_embedding")),
                                    s.get("activity", ""), s.get("clothing", ""), s.get("crop_path", ""),
-                                   _finite(s.get("position")))
+                                   finite_point(s.get("position") or ()))
                     for s in data.get("people", [])],
         )
     except KeyError as exc:

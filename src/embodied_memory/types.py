@@ -21,6 +21,16 @@ def as_vector(values) -> Vector:
     return vec if vec.size else None
 
 
+def finite_point(values) -> Optional[tuple[float, ...]]:
+    """A point as a tuple of floats when every value is a finite number, else None (a sender's
+    NaN/inf or garbage drops the point, not the record holding it)."""
+    try:
+        point = tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        return None
+    return point if point and all(math.isfinite(v) for v in point) else None
+
+
 @dataclass(frozen=True)
 class Pose:
     """Planar robot/camera pose in ``frame_id`` (x, y, z metres; yaw radians)."""

@@ -61,7 +61,6 @@ class TimeBuffer(Generic[T]):
         return len(self._stamps)
 
 
-
 DEPTH_TOLERANCE_S = 0.1   # a depth image pairs with the colour frame this close in time
 
 
@@ -96,6 +95,7 @@ class DepthPairing(Generic[T]):
         exact = [e for e in self._waiting if e[2] == 0]
         for entry in exact:
             self._waiting.remove(entry)
+
 
 @dataclass
 class PosedFrame(Generic[T]):

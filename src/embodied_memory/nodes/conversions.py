@@ -12,7 +12,7 @@ from embodied_memory_interfaces.msg import Region as RegionMsg
 from geometry_msgs.msg import Point, PoseStamped, Quaternion, Vector3
 
 from ..ingest.sync import yaw_from_quaternion
-from ..types import Observation, PersonSighting, Pose, Region, as_vector
+from ..types import Observation, PersonSighting, Pose, Region, as_vector, finite_point
 from .common import from_time_msg, to_time_msg
 
 
@@ -70,15 +70,10 @@ def observation_from_msg(msg: ObservationMsg) -> Observation:
         people=[PersonSighting(_box(s.box), s.identity_id, s.identity_confidence, s.detection_score,
                                _box(s.face_box) if s.has_face else None, as_vector(s.face_embedding),
                                as_vector(s.reid_embedding), s.activity, s.clothing,
-                               position=_finite_point(s.position) if s.has_position else None)
+                               position=finite_point((s.position.x, s.position.y, s.position.z))
+                               if s.has_position else None)
                 for s in msg.people],
     )
-
-
-def _finite_point(p) -> Optional[tuple[float, float, float]]:
-    """A message's point, or None when it is not finite (the sighting is kept, without a place)."""
-    values = (float(p.x), float(p.y), float(p.z))
-    return values if all(math.isfinite(v) for v in values) else None
 
 
 def _floats(vec) -> list[float]:

@@ -6,7 +6,8 @@ HUMEMBR's two stages:
    ``eps``, ``min_samples``).  A new point joins the cluster of its neighbours; if it is a
    core point of several clusters (at least ``min_samples - 1`` neighbours in each) they are
    merged (the oldest id survives, the others are reported so the memory can relabel them);
-   otherwise it joins the cluster it has most neighbours in (no chaining through one point).  A point with no clustered neighbour opens a
+   otherwise it joins the cluster it has most neighbours in (no chaining through one point).
+   A point with no clustered neighbour opens a
    new identity at once (tentative until it has ``min_samples`` points), so every sighting
    with a face gets an id immediately.
 2. Sightings without a face are matched by body re-ID embedding to the nearest identity's
@@ -266,8 +267,11 @@ class IdentityManager:
             # it has most neighbours in.  The oldest identity survives a merge.
             in_cluster = {c: int(np.sum(labels[neighbours] == c)) for c in clusters}
             dense = [c for c in clusters if in_cluster[c] + 1 >= p.min_samples]
-            cluster = min(dense, key=lambda c: self._clusters[c]) if dense else \
-                max(clusters, key=lambda c: (in_cluster[c], -float(np.min(distances[neighbours][labels[neighbours] == c]))))
+            if dense:
+                cluster = min(dense, key=lambda c: self._clusters[c])
+            else:   # most neighbours, then the nearest one
+                nearest = {c: float(np.min(distances[neighbours][labels[neighbours] == c])) for c in clusters}
+                cluster = max(clusters, key=lambda c: (in_cluster[c], -nearest[c]))
             if len(dense) > 1:
                 for other in dense:
                     if other == cluster:
