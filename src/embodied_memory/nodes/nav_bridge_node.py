@@ -39,7 +39,7 @@ from ..types import Pose
 from .common import node_options, node_params, run_node
 from .conversions import pose_from_msg, pose_to_msg
 from .health import NodeHealth
-from .node_clock import Deadline, RobotDeadline, WallDeadline, now_s, steady_clock
+from .node_clock import Deadline, RobotDeadline, WallDeadline, now_s, steady_clock, waiting_for_clock
 
 R = NavigateToWaypoint.Result
 FAILURE_REASONS = {getattr(R, n): n[len("ERROR_"):].lower() for n in dir(R) if n.startswith("ERROR_")}
@@ -90,6 +90,8 @@ class NavBridgeNode(Node):
 
     def _publish_sim_odom(self) -> None:
         from nav_msgs.msg import Odometry
+        if waiting_for_clock(self):   # no odometry stamped 0 before the first /clock
+            return
         msg = Odometry(child_frame_id="base_link")
         stamped = pose_to_msg(self.sim.pose, now_s(self))
         msg.header = stamped.header
