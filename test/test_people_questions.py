@@ -288,3 +288,20 @@ def test_who_questions_about_someone_ask_for_people_and_as_of_may_be_a_datetime(
     ans = agent.ask("Who did Alice have lunch with on Monday?", as_of=dt.datetime.fromtimestamp(ASKED, ZoneInfo(ZURICH)))
     assert ans.planner == "rules" and ans.persons == [BOB]             # not what Alice did
     assert "UNIX seconds" in agent.ask("Where is Bob?", as_of=dt.datetime(2026, 3, 29, 17)).error   # naive: refused
+
+
+def test_a_fronted_topic_and_a_days_question_starting_with_which_of(agent):
+    ans = ask(agent, "Alice: when did you first run into her?")                  # "when", after the topic
+    assert ans.type == "time" and local(ans.time) == "Mon 09:00", ans
+    ans = ask(agent, "Which of this week's days did you not see Bob on?")         # days, not people
+    assert ans.type == "days" and ans.days == ["2026-03-24", "2026-03-26"], ans
+
+
+def test_a_time_of_day_in_a_habit_question_names_the_habit_not_a_window(agent):
+    ans = ask(agent, "When does Alice eat at noon, as a rule?")
+    assert ans.type == "time" and local(ans.time).endswith("12:10"), ans
+
+
+def test_an_adverb_after_a_room_word_is_no_unknown_place(agent):
+    ans = ask(agent, "Were Alice and Bob in a room together on Monday?")
+    assert ans.binary == "yes" and "don't know where" not in ans.text, ans

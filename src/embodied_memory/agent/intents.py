@@ -150,7 +150,7 @@ def canonical_form(question: str, persons: list[Mention], place: Optional[Mentio
         text = text[:a] + filler + text[b:]
     text = text.lower()
     for phrase in sorted(time_words, key=len, reverse=True):
-        text = re.sub(rf"\b{re.escape(phrase)}\b", " ", text)
+        text = re.sub(rf"\b{re.escape(phrase)}\b('s)?", " ", text)   # "this week's days" -> "days"
     return canonical(text)
 
 

@@ -362,7 +362,11 @@ class PeopleAnswers:
         return self._evidence(Answer(type="persons", persons=new, confidence=0.5, text=text), evidence)
 
     def _all_sightings(self, p: ParsedQuestion) -> list[dict]:
+        """A habit's sightings: the question's window when it spans days ("last week"); a time
+        of day ("at midday", "in the mornings") says which habit, not when to look: every day."""
         start, end = self.window(p, "ever")
+        if end - start < HABIT_MIN_WINDOW_S:
+            start, end = 0.0, self.tools.now
         return self.reader.person_sightings(p.person, start, end)
 
     def habit_place(self, p: ParsedQuestion) -> Answer:
@@ -410,6 +414,9 @@ class PeopleAnswers:
 
     def handler(self, intent: str) -> Optional[Callable[[ParsedQuestion], Answer]]:
         return getattr(self, intent, None) if intent in PEOPLE_INTENTS else None
+
+
+HABIT_MIN_WINDOW_S = 2 * 86400.0   # a shorter window is no span to have habits in
 
 
 def _minute_of_day(t: float, tz) -> float:

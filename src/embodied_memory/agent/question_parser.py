@@ -125,10 +125,11 @@ _WH = [(re.compile(p), wh) for p, wh in (
     (r"^(where|(in |at )?(which|what) (room|place|location|spot|part of))\b", "where"),
     (r"^(for )?how (long|much time)\b(?! ago| since)", "how long"), (r"^how long (ago|since)\b", "when"),
     (r"^how many\b", "how many"),
-    (r"^(who|whom|with whom|which people|which of)\b", "who"))]
+    (r"^(who|whom|with whom|which people|which of(?! [\w' ]{0,20}\b(days?|dates?)\b))\b", "who"))]
 
 
 # a clause that sets the scene before the question ("When you last saw Bob, where was he?")
+_TOPIC = re.compile(r"^[^,:;]{1,40}?[,:;]\s+")
 _SCENE = re.compile(r"^(when|while|after|before|the last time|last time) (you|i|we|he|she|they|the robot)\b[^,?]*,\s*")
 
 
@@ -138,7 +139,13 @@ def leading_wh(q: str) -> str:
     last saw Bob, ..."); "" if none."""
     q = _POLITE.sub("", q.strip())
     q = _SCENE.sub("", q) or q
-    return next((wh for pattern, wh in _WH if pattern.match(q)), "")
+    for _ in range(3):
+        wh = next((wh for pattern, wh in _WH if pattern.match(q)), "")
+        topic = _TOPIC.match(q)
+        if wh or not topic:
+            return wh
+        q = q[topic.end():]   # a fronted topic: "Alice: when did ...", "open office, on friday: how many ..."
+    return ""
 
 
 _NOW = re.compile(r"\b(now|right now|at the moment|currently|at present|at this moment)\b")
@@ -179,6 +186,9 @@ _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory",
                "files", "data", "database", "history", "company", "presence", "vicinity", "sight", "path",
                "meeting", "meetings", "mind", "touch", "ahead", "advance", "front", "early", "late", "earlier",
                "later", "first", "time"}
+
+
+_AFTER_PLACE = {"together", "alone", "again", "too", "also", "either", "as", "both"}   # adverbs after a place
 
 
 _PRONOUN = re.compile(r"\b(she|he|her|him|his|hers|they|them|their)\b", re.IGNORECASE)
@@ -254,6 +264,8 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
         while j < len(words) and (words[j] not in _STOP or words[j] in _PLACE_NOUNS) and not words[j].isdigit():
             phrase.append(words[j])
             j += 1
+        while phrase and phrase[-1] in _AFTER_PLACE:   # "in a room together"
+            phrase.pop()
         if phrase and phrase[-1] in _BESIDE and j < len(words) and words[j] == "of":
             continue                               # "in front of the X": the X follows "of"
         if (not phrase or phrase[-1] in _NOT_PLACES or all(w in _GENERIC_PLACES for w in phrase)
