@@ -14,6 +14,9 @@ def add_eval_arguments(p) -> None:
                    help="building: 10 rooms and a reception on two corridors, people with routines, meetings, lunch groups, "
                         "visitors; small: the first five-room office")
     p.add_argument("--seed", type=int, default=0, help="world seed (people, faces, schedules; default 0)")
+    p.add_argument("--seeds", default="",
+                   help="comma-separated world seeds (e.g. 0,1,2): one run per seed in OUT/seed<N>, then per-type "
+                        "accuracy pooled over them, each phrasing set beside dev (OUT/pooled.md)")
     p.add_argument("--days", type=int, default=1, help="simulated days (default 1; habits and absences need several)")
     p.add_argument("--people", type=int, default=0, help="people (default 8 in the building, 3 in the small office)")
     p.add_argument("--visitors", type=int, default=1, help="one-off visitors (building)")
@@ -72,6 +75,8 @@ def add_eval_arguments(p) -> None:
 def cmd_eval(args) -> int:
     if args.questions or args.bag:
         return _eval_public(args)
+    if args.seeds:
+        return _eval_seeds(args)
     from .runner import MEMORY_VARIANTS, run_eval
     from ..sim.building_episode import BuildingConfig
     from ..sim.episode import EpisodeConfig
@@ -97,6 +102,26 @@ def cmd_eval(args) -> int:
     print((Path(args.out) / "report.md").read_text())
     print(f"wrote {Path(args.out) / 'report.md'}, results.json and plots")
     return 0 if results else 1
+
+
+def _eval_seeds(args) -> int:
+    """One run per ``--seeds`` seed, then the pooled per-type table (``pooled.py``)."""
+    import copy
+
+    from .pooled import write_pooled
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        raise ConfigError(f"--seeds: comma-separated integers, not {args.seeds!r}") from None
+    out = Path(args.out)
+    for seed in seeds:
+        one = copy.copy(args)
+        one.seeds, one.seed, one.out = "", seed, str(out / f"seed{seed}")
+        if cmd_eval(one) != 0:
+            return 1
+    print(write_pooled(out, seeds))
+    print(f"wrote {out / 'pooled.md'}")
+    return 0
 
 
 def _eval_public(args) -> int:
