@@ -178,28 +178,29 @@ def test_probe_set_is_complete_and_shares_nothing_with_dev_or_evaluation():
     assert [t for ts in probe.values() for t in ts if _normal(t) in evaluation] == []
 
 
-def test_probe2_set_is_complete_and_shares_nothing_with_dev(truth):
-    probe2, dev = load_phrasings("probe2"), load_phrasings("dev")
-    assert list(probe2) == list(SLOTS)
-    for kind, templates in probe2.items():
+@pytest.mark.parametrize("name, earlier", [("probe2", ("probe",)), ("probe3", ("probe", "probe2"))])
+def test_later_probe_sets_are_complete_and_share_nothing_with_dev(truth, name, earlier):
+    blind, dev = load_phrasings(name), load_phrasings("dev")
+    assert list(blind) == list(SLOTS)
+    for kind, templates in blind.items():
         assert 10 <= len(templates) <= 12, kind
         assert len({_normal(t) for t in templates}) == len(templates), (kind, "near-duplicates")
         for slots in SLOTS[kind]:
             assert sum(template_slots(t) == slots for t in templates) >= 4, (kind, sorted(slots))
         # {day} fills with "on Monday": no "on {day}" / "for {day}"
         assert not [t for t in templates if re.search(r"\b(on|for) \{day\}", t)], kind
-    assert len({_normal(t).split()[0] for ts in probe2.values() for t in ts}) >= 15
-    assert _shared_four_grams(probe2, dev) == []
-    assert _shared_four_grams(probe2, dev, keep_slots=True) == []         # slots count as words
-    probe = {_normal(t) for ts in load_phrasings("probe").values() for t in ts}
-    assert [t for ts in probe2.values() for t in ts if _normal(t) in probe] == []
-    # compared only, never shown: a collision names the probe2 template
+    assert len({_normal(t).split()[0] for ts in blind.values() for t in ts}) >= 15
+    assert _shared_four_grams(blind, dev) == []
+    assert _shared_four_grams(blind, dev, keep_slots=True) == []         # slots count as words
+    before = {_normal(t) for other in earlier for ts in load_phrasings(other).values() for t in ts}
+    assert [t for ts in blind.values() for t in ts if _normal(t) in before] == []
+    # compared only, never shown: a collision names the probe template
     evaluation = {_normal(t) for ts in load_phrasings("evaluation").values() for t in ts}
-    assert [t for ts in probe2.values() for t in ts if _normal(t) in evaluation] == []
-    # filled, every question reads well and comes from probe2
-    qs = generate_questions(truth, seed=3, per_type=1000, phrasing_set="probe2", objects=True)
-    assert {q.phrasing_set for q in qs} == {"probe2"}
-    assert all(q.template in probe2[q.answer.get("imitates", q.type)] for q in qs)
+    assert [t for ts in blind.values() for t in ts if _normal(t) in evaluation] == []
+    # filled, every question reads well and comes from the set
+    qs = generate_questions(truth, seed=3, per_type=1000, phrasing_set=name, objects=True)
+    assert {q.phrasing_set for q in qs} == {name}
+    assert all(q.template in blind[q.answer.get("imitates", q.type)] for q in qs)
     for q in qs:
         assert re.search(r"\b(" + "|".join(WEEKDAYS) + r")\b", q.question) is None, q.question
         assert q.question[0].isupper() and "  " not in q.question and "{" not in q.question, q.question

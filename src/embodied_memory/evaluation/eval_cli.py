@@ -23,7 +23,7 @@ def add_eval_arguments(p) -> None:
     p.add_argument("--per-type", type=int, default=4, help="questions per type (fewer where the episode offers fewer)")
     p.add_argument("--phrasings", default="evaluation",
                    help="comma-separated phrasing sets: evaluation (never used by the planners or their tests), "
-                        "dev (the set the planner's tests may use), probe and probe2 (development sets written blind "
+                        "dev (the set the planner's tests may use), probe, probe2 and probe3 (development sets written blind "
                         "to evaluation); all ask the same facts, side by side they measure robustness to wording")
     p.add_argument("--naming", default="operator", choices=["operator", "enrolment"],
                    help="operator: a person names identities from at most 3 stored crops each; enrolment: one "
