@@ -88,6 +88,7 @@ def test_last_sighting_place(agent, question, waypoint, when):
     ("When did you see Carol for the last time today?", "Sun 12:05"),
     ("When did you first lay eyes on Carol?", "Sun 10:00"),
     ("When did you first see Alice?", "Mon 09:00"),
+    ("Up to what hour was Bob still around on Monday?", "Mon 14:00"),   # "around" is no "about Monday"
 ])
 def test_times_of_first_and_last_sightings(agent, question, when):
     ans = ask(agent, question)
@@ -297,9 +298,16 @@ def test_a_fronted_topic_and_a_days_question_starting_with_which_of(agent):
     assert ans.type == "days" and ans.days == ["2026-03-24", "2026-03-26"], ans
 
 
-def test_a_time_of_day_in_a_habit_question_names_the_habit_not_a_window(agent):
-    ans = ask(agent, "When does Alice eat at noon, as a rule?")
+@pytest.mark.parametrize("question", ["When does Alice eat at noon, as a rule?",
+                                      "Around what time is Alice normally at lunch?"])
+def test_a_time_of_day_in_a_habit_question_names_the_habit_not_a_window(agent, question):
+    ans = ask(agent, question)
     assert ans.type == "time" and local(ans.time).endswith("12:10"), ans
+
+
+def test_faces_are_people_to_count(agent):
+    ans = ask(agent, "How many faces did you see on Monday?")
+    assert ans.type == "count" and ans.count == 2, ans
 
 
 def test_an_adverb_after_a_room_word_is_no_unknown_place(agent):

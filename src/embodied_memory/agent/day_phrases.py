@@ -103,7 +103,7 @@ def read_tokens(m: str) -> list[Token]:
             start = t.start()
             if kind == "day" and weekday_named(t.group(0)) is not None and _LAST_BEFORE.search(m, 0, start):
                 start -= len("last ")   # "last friday"; "last" alone is no time
-            out.append(Token(kind, t.span(), extend_left(m, start), t.group(0)))
+            out.append(Token(kind, t.span(), extend_left(m, start, approximate=kind != "day"), t.group(0)))
     return sorted(out, key=lambda t: t.span)
 
 

@@ -78,7 +78,7 @@ FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "depar
 
 
 # the words "first" / "last" decide between the two one-sighting families
-_LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final)\b")
+_LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final|still)\b")
 _FIRST_WORDS = re.compile(r"\b(first|earliest)\b")
 _HABIT_WORDS = re.compile(r"\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
 _TO_LAST = {"first_seen": "last_time", "arrival": "last_time", "habit_place": "last_place", "habit_time": "last_time"}
@@ -150,7 +150,8 @@ def canonical_form(question: str, persons: list[Mention], place: Optional[Mentio
         text = text[:a] + filler + text[b:]
     text = text.lower()
     for phrase in sorted(time_words, key=len, reverse=True):
-        text = re.sub(rf"\b{re.escape(phrase)}\b('s)?", " ", text)   # "this week's days" -> "days"
+        # "this week's days" -> "days"; a lunch phrase stays "at lunch" (a habit's subject: "usually at lunch")
+        text = re.sub(rf"\b{re.escape(phrase)}\b('s)?", " at lunch " if "lunch" in phrase else " ", text)
     return canonical(text)
 
 

@@ -151,7 +151,7 @@ def leading_wh(q: str) -> str:
 _NOW = re.compile(r"\b(now|right now|at the moment|currently|at present|at this moment)\b")
 _PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone|anybody|everyone|everybody|"
                            r"visitors?|man|woman|men|women|folks?|individuals?|colleagues?|staff|headcount|"
-                           r"guests?|employees?|coworkers?|co-workers?)\b")
+                           r"guests?|employees?|coworkers?|co-workers?|faces)\b")
 
 
 def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time_words: list[str]) -> list[str]:

@@ -34,6 +34,7 @@ WEEKDAY_NAME = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
 _PREP = r"(?:at|around|about|approximately|roughly|on|by|in the|during the|during|this|since|after|before|" \
         r"until|till|from|earlier)"
 _PREP_BEFORE = re.compile(rf"\b{_PREP} $")
+_APPROXIMATE_BEFORE = re.compile(r"\b(?:around|about|approximately|roughly) $")
 
 # what may follow a bare hour ("at 3") or a dotted clock ("12.30"): the end, a comma or a word that
 # goes with a time ("at 3 people" is none; "about 3 in the kitchen" is a count, "at 3 in the
@@ -63,10 +64,12 @@ def blank(text: str, spans) -> str:
     return text
 
 
-def extend_left(text: str, start: int) -> int:
-    """Start of the phrase that ends with the token at ``start``: prepositions before it included."""
+def extend_left(text: str, start: int, approximate: bool = True) -> int:
+    """Start of the phrase that ends with the token at ``start``: prepositions before it included;
+    ``approximate=False`` (a day: "still around yesterday", "stick around on friday") stops at
+    "around" / "about", which then belong to the question."""
     while True:
         m = _PREP_BEFORE.search(text, 0, start)
-        if not m:
+        if not m or (not approximate and _APPROXIMATE_BEFORE.search(text, 0, start)):
             return start
         start = m.start()
