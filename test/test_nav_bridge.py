@@ -64,10 +64,11 @@ class Client:
             goal.pose.header.frame_id = "map"
             goal.pose.pose.position.x = float(fields["x"])
             goal.pose.pose.orientation.w = 1.0
-        feedback = []
         # a server just discovered may not have matched this client's request topic yet (a known
-        # DDS race after wait_for_server): a goal request lost that way is sent again
+        # DDS race after wait_for_server): a goal request lost that way is sent again, with its own
+        # feedback list (a late answer to the first would preempt it, not mix into its feedback)
         for attempt in range(3):
+            feedback = []
             sent = self.client.send_goal_async(goal, feedback_callback=feedback.append)
             try:
                 handle = self.spin_until(sent, timeout=10.0)

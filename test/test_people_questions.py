@@ -88,7 +88,7 @@ def test_last_sighting_place(agent, question, waypoint, when):
     ("When did you see Carol for the last time today?", "Sun 12:05"),
     ("When did you first lay eyes on Carol?", "Sun 10:00"),
     ("When did you first see Alice?", "Mon 09:00"),
-    ("Up to what hour was Bob still around on Monday?", "Mon 14:00"),   # "around" is no "about Monday"
+    ("Till what hour was Bob still around on Monday?", "Mon 14:00"),   # "around" is no "about Monday"
 ])
 def test_times_of_first_and_last_sightings(agent, question, when):
     ans = ask(agent, question)
@@ -289,6 +289,21 @@ def test_who_questions_about_someone_ask_for_people_and_as_of_may_be_a_datetime(
     ans = agent.ask("Who did Alice have lunch with on Monday?", as_of=dt.datetime.fromtimestamp(ASKED, ZoneInfo(ZURICH)))
     assert ans.planner == "rules" and ans.persons == [BOB]             # not what Alice did
     assert "UNIX seconds" in agent.ask("Where is Bob?", as_of=dt.datetime(2026, 3, 29, 17)).error   # naive: refused
+
+
+@pytest.mark.parametrize("question, wh", [("Kitchen: who was there?", "who"),
+                                          ("Monday morning, how many people came?", "how many"),
+                                          ("Alice, Monday: when did she get in?", "when"),
+                                          ("Which of this week's days did you miss Bob?", ""),
+                                          ("Which of them stayed all day?", "who")])
+def test_the_wh_word_after_a_fronted_topic(question, wh):
+    from embodied_memory.agent.question_parser import leading_wh
+    assert leading_wh(question.lower().replace("?", "")) == wh
+
+
+def test_a_days_question_without_a_negation_is_not_answered_with_absences(agent):
+    ans = ask(agent, "Which of this week's days was Bob in?")     # the opposite of an absence question
+    assert ans.type != "days" and ans.status == "no_answer", ans
 
 
 def test_a_fronted_topic_and_a_days_question_starting_with_which_of(agent):

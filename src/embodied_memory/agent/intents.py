@@ -78,11 +78,24 @@ FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "depar
 
 
 # the words "first" / "last" decide between the two one-sighting families
-_LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final|still)\b")
+_LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final)\b")
 _FIRST_WORDS = re.compile(r"\b(first|earliest)\b")
 _HABIT_WORDS = re.compile(r"\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
 _TO_LAST = {"first_seen": "last_time", "arrival": "last_time", "habit_place": "last_place", "habit_time": "last_time"}
 _TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen"}
+
+
+# an absence is asked with a negation ("not", "without", "missing"); "which days was Alex in?" is none
+_ABSENCE_WORDS = re.compile(r"\b(not|no|never|without|absent|absence|away|missing|miss|missed|skip|skipped|out|off|"
+                            r"gone|nowhere)\b")
+
+
+def refined(intent: str, canonical_question: str) -> str:
+    """The classifier's intent checked against words it cannot weigh: "first" / "last"
+    (``by_first_or_last``), an absence without a negation (the opposite question: not understood)."""
+    if intent == "absent_days" and not _ABSENCE_WORDS.search(canonical_question):
+        return OUT_OF_SCOPE
+    return by_first_or_last(intent, canonical_question)
 
 
 def by_first_or_last(intent: str, canonical_question: str) -> str:
@@ -134,6 +147,9 @@ def canonical(text: str) -> str:
     return text
 
 
+_AT_LUNCH = re.compile(r"(at|over|during) (the )?lunch(time| ?break)?")
+
+
 def canonical_form(question: str, persons: list[Mention], place: Optional[Mention], unknown_person: str,
                    time_words: list[str]) -> str:
     """The question as the intent bank is written: people "Alex" / "Sam", the place "lab",
@@ -149,9 +165,11 @@ def canonical_form(question: str, persons: list[Mention], place: Optional[Mentio
     for a, b, filler in sorted(spans, reverse=True):
         text = text[:a] + filler + text[b:]
     text = text.lower()
-    for phrase in sorted(time_words, key=len, reverse=True):
-        # "this week's days" -> "days"; a lunch phrase stays "at lunch" (a habit's subject: "usually at lunch")
-        text = re.sub(rf"\b{re.escape(phrase)}\b('s)?", " at lunch " if "lunch" in phrase else " ", text)
+    # a lone "at lunch" is what a habit question asks about ("what time is Bob usually at lunch?");
+    # with a day ("at lunch on Monday") or "before / after lunch" it is a window, cut like the others
+    keep = time_words[0] if len(time_words) == 1 and _AT_LUNCH.fullmatch(time_words[0]) else None
+    for phrase in sorted(time_words, key=len, reverse=True):   # "this week's days" -> "days"
+        text = re.sub(rf"\b{re.escape(phrase)}\b('s)?", " at lunch " if phrase == keep else " ", text)
     return canonical(text)
 
 
@@ -218,7 +236,7 @@ class IntentClassifier:
                 best[label] = (float(sim), i)
         ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))
         (intent, (score, i)), (runner_up, (second, _)) = ranked[0], ranked[1]
-        return IntentMatch(by_first_or_last(intent, canonical_question), round(score, 4), runner_up, round(second, 4),
+        return IntentMatch(refined(intent, canonical_question), round(score, 4), runner_up, round(second, 4),
                            self._examples[i])
 
 

@@ -362,10 +362,10 @@ class PeopleAnswers:
         return self._evidence(Answer(type="persons", persons=new, confidence=0.5, text=text), evidence)
 
     def _all_sightings(self, p: ParsedQuestion) -> list[dict]:
-        """A habit's sightings: the question's window when it spans days ("last week"); a time
-        of day ("at midday", "in the mornings") says which habit, not when to look: every day."""
+        """A habit's sightings: in the question's window when its time words name days ("last
+        week"); a time of day alone ("at midday") says which habit, not when to look: every day."""
         start, end = self.window(p, "ever")
-        if end - start < HABIT_MIN_WINDOW_S:
+        if p.time_words and not any(_DATED.search(w) for w in p.time_words):
             start, end = 0.0, self.tools.now
         return self.reader.person_sightings(p.person, start, end)
 
@@ -416,7 +416,11 @@ class PeopleAnswers:
         return getattr(self, intent, None) if intent in PEOPLE_INTENTS else None
 
 
-HABIT_MIN_WINDOW_S = 2 * 86400.0   # a shorter window is no span to have habits in
+# time words that name days (a habit "this week", "since Monday"); without them a time of day
+# ("at midday", "in the mornings") says which habit, not when to look
+_DATED = re.compile(r"\b(today|yesterday|tonight|last night|week|weekend|month|year|days?|ago|since|"
+                    r"(mon|tues|wednes|thurs|fri|satur|sun)days?|\d{4}|january|february|march|april|may|june|july|"
+                    r"august|september|october|november|december)\b")
 
 
 def _minute_of_day(t: float, tz) -> float:

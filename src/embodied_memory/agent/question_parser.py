@@ -125,7 +125,7 @@ _WH = [(re.compile(p), wh) for p, wh in (
     (r"^(where|(in |at )?(which|what) (room|place|location|spot|part of))\b", "where"),
     (r"^(for )?how (long|much time)\b(?! ago| since)", "how long"), (r"^how long (ago|since)\b", "when"),
     (r"^how many\b", "how many"),
-    (r"^(who|whom|with whom|which people|which of(?! [\w' ]{0,20}\b(days?|dates?)\b))\b", "who"))]
+    (r"^(who|whom|with whom|which people|which of(?! ((the|this|last|these) )?(week's )?(days|dates)\b))\b", "who"))]
 
 
 # a clause that sets the scene before the question ("When you last saw Bob, where was he?")
@@ -188,7 +188,7 @@ _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory",
                "later", "first", "time"}
 
 
-_AFTER_PLACE = {"together", "alone", "again", "too", "also", "either", "as", "both"}   # adverbs after a place
+_AFTER_PLACE = {"together", "alone", "again", "too", "also", "either", "as", "well", "both"}   # adverbs after a place
 
 
 _PRONOUN = re.compile(r"\b(she|he|her|him|his|hers|they|them|their)\b", re.IGNORECASE)

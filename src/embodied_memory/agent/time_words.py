@@ -31,10 +31,10 @@ MONTH = "(" + "|".join(sorted(MONTHS + tuple(MONTH_ABBR), key=len, reverse=True)
 # month words that are also names or other words: a date only before a word that goes with a time
 NAME_MONTHS = {"may", "june", *MONTH_ABBR}
 WEEKDAY_NAME = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
-_PREP = r"(?:at|around|about|approximately|roughly|on|by|in the|during the|during|this|since|after|before|" \
-        r"until|till|from|earlier)"
+_APPROXIMATE = r"(?:around|about|approximately|roughly)"
+_PREP = rf"(?:at|{_APPROXIMATE}|on|by|in the|during the|during|this|since|after|before|until|till|from|earlier)"
 _PREP_BEFORE = re.compile(rf"\b{_PREP} $")
-_APPROXIMATE_BEFORE = re.compile(r"\b(?:around|about|approximately|roughly) $")
+_APPROXIMATE_BEFORE = re.compile(rf"\b{_APPROXIMATE} $")
 
 # what may follow a bare hour ("at 3") or a dotted clock ("12.30"): the end, a comma or a word that
 # goes with a time ("at 3 people" is none; "about 3 in the kitchen" is a count, "at 3 in the

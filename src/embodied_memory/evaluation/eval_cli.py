@@ -15,8 +15,9 @@ def add_eval_arguments(p) -> None:
                         "visitors; small: the first five-room office")
     p.add_argument("--seed", type=int, default=0, help="world seed (people, faces, schedules; default 0)")
     p.add_argument("--seeds", default="",
-                   help="comma-separated world seeds (e.g. 0,1,2): one run per seed in OUT/seed<N>, then per-type "
-                        "accuracy pooled over them, each phrasing set beside dev (OUT/pooled.md)")
+                   help="comma-separated world seeds (e.g. 0,1,2; replaces --seed): one run per seed in OUT/seed<N>, then "
+                        "per-type accuracy pooled over them, each phrasing set's gap to dev when --phrasings has "
+                        "dev (OUT/pooled.md)")
     p.add_argument("--days", type=int, default=1, help="simulated days (default 1; habits and absences need several)")
     p.add_argument("--people", type=int, default=0, help="people (default 8 in the building, 3 in the small office)")
     p.add_argument("--visitors", type=int, default=1, help="one-off visitors (building)")
@@ -73,10 +74,10 @@ def add_eval_arguments(p) -> None:
 
 
 def cmd_eval(args) -> int:
-    if args.questions or args.bag:
-        return _eval_public(args)
     if args.seeds:
         return _eval_seeds(args)
+    if args.questions or args.bag:
+        return _eval_public(args)
     from .runner import MEMORY_VARIANTS, run_eval
     from ..sim.building_episode import BuildingConfig
     from ..sim.episode import EpisodeConfig
@@ -110,9 +111,11 @@ def _eval_seeds(args) -> int:
 
     from .pooled import write_pooled
     try:
-        seeds = [int(s) for s in args.seeds.split(",")]
+        seeds = list(dict.fromkeys(int(s) for s in args.seeds.split(",")))
     except ValueError:
         raise ConfigError(f"--seeds: comma-separated integers, not {args.seeds!r}") from None
+    if args.horizon or args.questions or args.bag:
+        raise ConfigError("--seeds runs the simulated benchmark: not with --horizon, --questions or --bag")
     out = Path(args.out)
     for seed in seeds:
         one = copy.copy(args)

@@ -72,8 +72,10 @@ def pooled_report(runs: list[Pooled], seeds: list[int]) -> str:
         lines += [f"## {planner} / {variant}", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
         categories = sorted({c for r in sets for c in r.n})
         for c in categories:
-            gaps = ([f"{100 * (canonical.accuracy(c) - r.accuracy(c)):+.0f}" for r in others] if canonical else [])
-            lines.append(f"| {c} | {sets[0].n.get(c, 0)} | " + " | ".join(_cell(r.accuracy(c)) for r in sets)
+            gaps = ([f"{100 * (canonical.accuracy(c) - r.accuracy(c)):+.0f}" if c in r.n and c in canonical.n else "-"
+                     for r in others] if canonical else [])
+            lines.append(f"| {c} | {max(r.n.get(c, 0) for r in sets)} | "
+                         + " | ".join(_cell(r.accuracy(c)) if c in r.n else "-" for r in sets)
                          + "".join(f" | {g}" for g in gaps) + " |")
         pad = " |" * len(others) if canonical else ""
         lines.append("| **overall** | " + str(sum(sets[0].n.values())) + " | "
@@ -81,9 +83,9 @@ def pooled_report(runs: list[Pooled], seeds: list[int]) -> str:
         lines.append("| strict | | " + " | ".join(_cell(r.accuracy(strict=True)) for r in sets) + pad)
         lines.append("| unanswerable | | " + " | ".join(_cell(r.split(False)) for r in sets) + pad)
         if canonical:
-            within = {r.phrasing: sum(canonical.accuracy(c) - r.accuracy(c) <= 0.05 for c in categories)
-                      for r in others}
-            lines += ["", "Types within 5 points of dev (or ahead): "
+            within = {r.phrasing: sum(round(100 * (canonical.accuracy(c) - r.accuracy(c))) <= 5
+                                      for c in categories if c in r.n) for r in others}
+            lines += ["", "Types within 5 points of dev (or ahead of it): "
                       + ", ".join(f"{p} {k}/{len(categories)}" for p, k in within.items())]
         lines.append("")
     return "\n".join(lines)

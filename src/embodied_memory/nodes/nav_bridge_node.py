@@ -90,7 +90,8 @@ class NavBridgeNode(Node):
 
     def _publish_sim_odom(self) -> None:
         from nav_msgs.msg import Odometry
-        if waiting_for_clock(self):   # no odometry stamped 0 before the first /clock
+        if waiting_for_clock(self):   # no odometry stamped 0 before the first /clock: a counted, logged drop
+            self.health.drop("use_sim_time set, no /clock yet", "simulated odometry")
             return
         msg = Odometry(child_frame_id="base_link")
         stamped = pose_to_msg(self.sim.pose, now_s(self))
