@@ -89,6 +89,8 @@ def test_last_sighting_place(agent, question, waypoint, when):
     ("When did you first lay eyes on Carol?", "Sun 10:00"),
     ("When did you first see Alice?", "Mon 09:00"),
     ("Till what hour was Bob still around on Monday?", "Mon 14:00"),   # "around" is no "about Monday"
+    ("On Monday, at what point did Bob walk through the door?", "Mon 09:40"),
+    ("What time was it when Bob first stepped into the building on Monday?", "Mon 09:40"),
 ])
 def test_times_of_first_and_last_sightings(agent, question, when):
     ans = ask(agent, question)

@@ -142,6 +142,7 @@ def canonical(text: str) -> str:
     """Lower case, contractions spelled out ("where's" -> "where is"), one space between words,
     no trailing punctuation."""
     text = re.sub(r"\s+([,.:;?!])", r"\1", " ".join(text.replace("’", "'").split())).strip(" ?!.").lower()
+    text = text.lstrip(" ,:;")   # what a cut time phrase leaves ("Today, at what point ...")
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
     return text

@@ -121,7 +121,7 @@ _POLITE = re.compile(r"^((" + "|".join(OPENER_WORDS) + r")[ ,]+)*((do|did) you (
                      r"(can|could|would) you (tell|remind) me|tell me|any idea|i wonder|i'd like to know|"
                      r"i want to know|remind me)[ ,]+")
 _WH = [(re.compile(p), wh) for p, wh in (
-    (r"^(when|what time|at what time|around what time|how early|how late)\b", "when"),
+    (r"^(when|what time|at what time|around what time|at what point|how early|how late)\b", "when"),
     (r"^(where|(in |at )?(which|what) (room|place|location|spot|part of))\b", "where"),
     (r"^(for )?how (long|much time)\b(?! ago| since)", "how long"), (r"^how long (ago|since)\b", "when"),
     (r"^how many\b", "how many"),
