@@ -21,11 +21,14 @@ def add_eval_arguments(p) -> None:
     p.add_argument("--days", type=int, default=1, help="simulated days (default 1; habits and absences need several)")
     p.add_argument("--people", type=int, default=0, help="people (default 8 in the building, 3 in the small office)")
     p.add_argument("--visitors", type=int, default=1, help="one-off visitors (building)")
-    p.add_argument("--per-type", type=int, default=4, help="questions per type (fewer where the episode offers fewer)")
+    p.add_argument("--per-type", type=int, default=4,
+                   help="questions per type (default 4; fewer where the episode offers fewer)")
     p.add_argument("--phrasings", default="evaluation",
-                   help="comma-separated phrasing sets: evaluation (never used by the planners or their tests), "
-                        "dev (the set the planner's tests may use), probe, probe2 and probe3 (development sets written blind "
-                        "to evaluation); all ask the same facts, side by side they measure robustness to wording")
+                   help="comma-separated phrasing sets (default evaluation): evaluation (never used by the "
+                        "planners or their tests), dev (the set the planner's tests may use), probe, probe2 and "
+                        "probe3 (written blind to evaluation; the planner was developed against them since, so "
+                        "their scores are development scores); all ask the same facts, side by side they "
+                        "measure robustness to wording")
     p.add_argument("--naming", default="operator", choices=["operator", "enrolment"],
                    help="operator: a person names identities from at most 3 stored crops each; enrolment: one "
                         "labelled photo per person matched by the face backend")
@@ -74,6 +77,10 @@ def add_eval_arguments(p) -> None:
 
 
 def cmd_eval(args) -> int:
+    from ..sim.questions_v2 import PHRASING_SETS
+    unknown = [p for p in args.phrasings.split(",") if p not in PHRASING_SETS]
+    if unknown and not (args.questions or args.bag):
+        raise ConfigError(f"--phrasings: unknown {', '.join(unknown)} ({', '.join(PHRASING_SETS)})")
     if args.seeds:
         return _eval_seeds(args)
     if args.questions or args.bag:

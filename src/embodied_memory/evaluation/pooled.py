@@ -62,8 +62,10 @@ def pooled_report(runs: list[Pooled], seeds: list[int]) -> str:
     """Markdown: per memory, one table of per-type accuracy per phrasing set, each non-dev set's
     gap to dev in points, and the overall / strict / unanswerable rows."""
     lines = [f"# Pooled over seeds {', '.join(map(str, seeds))}", "",
-             "Accuracy per question type, all seeds' questions together (n: questions per phrasing set). "
-             f"`gap`: points behind `{CANONICAL}`, the generator's canonical phrasings.", ""]
+             "Accuracy per question type, all seeds' questions together (n: questions per phrasing set; "
+             "each seed's own report is seed<N>/report.md, with the world and configuration; "
+             "`psfr_gt_people` is the labelled ablation whose people come from the simulator). "
+             f"`gap`: points behind `{CANONICAL}`, the phrasings the planner's bank and tests may use.", ""]
     for planner, variant in dict.fromkeys((r.planner, r.variant) for r in runs):
         sets = [r for r in runs if (r.planner, r.variant) == (planner, variant)]
         canonical = next((r for r in sets if r.phrasing == CANONICAL), None)
@@ -77,11 +79,12 @@ def pooled_report(runs: list[Pooled], seeds: list[int]) -> str:
             lines.append(f"| {c} | {max(r.n.get(c, 0) for r in sets)} | "
                          + " | ".join(_cell(r.accuracy(c)) if c in r.n else "-" for r in sets)
                          + "".join(f" | {g}" for g in gaps) + " |")
-        pad = " |" * len(others) if canonical else ""
-        lines.append("| **overall** | " + str(sum(sets[0].n.values())) + " | "
-                     + " | ".join(f"**{_cell(r.accuracy())}**" for r in sets) + pad)
-        lines.append("| strict | | " + " | ".join(_cell(r.accuracy(strict=True)) for r in sets) + pad)
-        lines.append("| unanswerable | | " + " | ".join(_cell(r.split(False)) for r in sets) + pad)
+        gap_cells = [""] * len(others) if canonical else []
+        for label, n, cells in (("**overall**", str(sum(max(r.n.get(c, 0) for r in sets) for c in categories)),
+                                 [f"**{_cell(r.accuracy())}**" for r in sets]),
+                                ("strict", "", [_cell(r.accuracy(strict=True)) for r in sets]),
+                                ("unanswerable", "", [_cell(r.split(False)) for r in sets])):
+            lines.append("| " + " | ".join([label, n] + cells + gap_cells) + " |")
         if canonical:
             within = {r.phrasing: sum(round(100 * (canonical.accuracy(c) - r.accuracy(c))) <= 5
                                       for c in categories if c in r.n) for r in others}

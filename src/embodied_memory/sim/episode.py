@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -319,6 +320,8 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
     route = list(_patrol_poses(cfg))
     fx = cfg.height / 2 / math.tan(math.radians(30))      # MiniWorld: 60 degree vertical field of view
     out_dir.mkdir(parents=True, exist_ok=True)
+    if (out_dir / "bag").exists():          # left by an interrupted run (the truth is written last)
+        shutil.rmtree(out_dir / "bag")
     total = len(route) * len(cfg.patrol_hours) * cfg.days
     bar = progress_bar(total=total, desc="simulating patrols", unit="frame", disable=not progress)
     with BagWriter(out_dir / "bag") as bag:
