@@ -35,3 +35,15 @@ def test_runs_are_pooled_by_counts_and_compared_with_dev(tmp_path):
     assert write_pooled(tmp_path, [0, 1]) == text
     saved = json.loads((tmp_path / "pooled.json").read_text())
     assert saved[1]["accuracy"]["arrival"] == 0.9 and saved[1]["unanswerable"] == 0.75
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--phrasings", "dev,nosuch"], "--phrasings: unknown nosuch"),
+    (["--seeds", "0,x"], "--seeds: comma-separated integers"),
+    (["--seeds", "0", "--horizon"], "not with --horizon"),
+])
+def test_eval_arguments_are_refused_before_anything_is_simulated(tmp_path, argv, says, capsys):
+    from embodied_memory.cli import main
+    assert main(["eval", "--out", str(tmp_path / "out"), *argv]) != 0
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
