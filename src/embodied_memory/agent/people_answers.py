@@ -18,7 +18,8 @@ import re
 import statistics
 from typing import Callable, Optional
 
-from ..calendar_windows import LUNCH_MINUTES, clock_time, day_window, day_window_at, local_date, week_window
+from ..calendar_windows import (LUNCH_MINUTES, MONTHS, WEEKDAYS, clock_time, day_window, day_window_at, local_date,
+                                week_window)
 from .answer import STATUS_NO_ANSWER, Answer
 from .memory_reader import MemoryReader
 from .question_parser import OPENER_WORDS, ParsedQuestion
@@ -418,9 +419,8 @@ class PeopleAnswers:
 
 # time words that name days (a habit "this week", "since Monday"); without them a time of day
 # ("at midday", "in the mornings") says which habit, not when to look
-_DATED = re.compile(r"\b(today|yesterday|tonight|last night|week|weekend|month|year|days?|ago|since|"
-                    r"(mon|tues|wednes|thurs|fri|satur|sun)days?|\d{4}|january|february|march|april|may|june|july|"
-                    r"august|september|october|november|december)\b")
+_DATED = re.compile(r"\b(today|yesterday|tonight|last night|week|weekend|month|year|days?|ago|since|\d{4}|"
+                    + "|".join(f"{d}s?" for d in WEEKDAYS) + "|" + "|".join(MONTHS) + r")\b")
 
 
 def _minute_of_day(t: float, tz) -> float:
