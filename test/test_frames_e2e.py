@@ -169,14 +169,15 @@ nodes:
   frame_selector:
     executable: frame_selector_node
     parameters: {{policy: uniform, segment_s: 1.0, frames_per_segment: 2, episode_id: frames, flush_after_s: 2.0,
-                  fixed_frame: map, base_frame: base_link, odom_topic: "", transform_wait_s: 1.0}}
+                  fixed_frame: map, base_frame: base_link, odom_topic: "", transform_wait_s: 1.0,
+                  sensor_qos: reliable}}
   perception:
     executable: perception_node
     parameters: {{data_dir: "{data}", {light}}}
   memory:
     executable: memory_node
     parameters: {{data_dir: "{data}", text_embedder: hash}}
-""")
+""")   # reliable images: the test counts every frame (a best-effort link may drop one on a busy machine)
     stack = LaunchedStack(stack_file, tmp_path / "launch.log")
     node = Node("frames_checker", context=ros_context)
     diagnostics = Diagnostics(ros_context, "frame_selector")
