@@ -330,3 +330,28 @@ def test_faces_are_people_to_count(agent):
 def test_an_adverb_after_a_room_word_is_no_unknown_place(agent):
     ans = ask(agent, "Were Alice and Bob in a room together on Monday?")
     assert ans.binary == "yes" and "don't know where" not in ans.text, ans
+
+
+@pytest.mark.parametrize("question", ["Where was Bob when you last ran into him?",       # a pronoun is no place
+                                      "Alice or Bob on Monday: who got in earliest?"])   # nor a superlative
+def test_a_pronoun_or_superlative_after_in_is_no_unknown_place(agent, question):
+    ans = ask(agent, question)
+    assert ans.status == "ok" and "don't know where" not in ans.text, ans
+    assert ans.waypoint == "north_corridor_1" if question.startswith("Where") else ans.persons[0] == ALICE
+
+
+def test_a_fronted_name_without_a_pronoun_is_checked_but_a_sentence_adverb_is_not(agent):
+    assert ask(agent, "Zoe, today: when was the last sighting?").text == "I don't know who Zoe is."
+    ans = ask(agent, "Honestly, how many people were in the kitchen on Monday?")
+    assert ans.type == "count" and ans.count == 2, ans
+
+
+def test_a_crowd_and_heads_are_people_to_count(agent):
+    for question in ("On Monday, how big a crowd did the kitchen get?", "How many heads did you count on Monday?"):
+        ans = ask(agent, question)
+        assert ans.type == "count" and ans.count == 2, (question, ans)
+
+
+def test_where_someone_is_based_is_their_usual_place(agent):
+    ans = ask(agent, "Where's Alice based?")
+    assert ans.type == "waypoint" and ans.waypoint == "open_office" and "usually" in ans.text, ans

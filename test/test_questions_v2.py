@@ -178,7 +178,8 @@ def test_probe_set_is_complete_and_shares_nothing_with_dev_or_evaluation():
     assert [t for ts in probe.values() for t in ts if _normal(t) in evaluation] == []
 
 
-@pytest.mark.parametrize("name, earlier", [("probe2", ("probe",)), ("probe3", ("probe", "probe2"))])
+@pytest.mark.parametrize("name, earlier", [("probe2", ("probe",)), ("probe3", ("probe", "probe2")),
+                                          ("probe4", ("probe", "probe2", "probe3"))])
 def test_later_probe_sets_are_complete_and_share_nothing_with_dev(truth, name, earlier):
     blind, dev = load_phrasings(name), load_phrasings("dev")
     assert list(blind) == list(SLOTS)

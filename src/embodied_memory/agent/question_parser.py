@@ -151,7 +151,7 @@ def leading_wh(q: str) -> str:
 _NOW = re.compile(r"\b(now|right now|at the moment|currently|at present|at this moment)\b")
 _PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone|anybody|everyone|everybody|"
                            r"visitors?|man|woman|men|women|folks?|individuals?|colleagues?|staff|headcount|"
-                           r"guests?|employees?|coworkers?|co-workers?|faces)\b")
+                           r"guests?|employees?|coworkers?|co-workers?|faces|crowds?|heads)\b")
 
 
 def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time_words: list[str]) -> list[str]:
@@ -185,7 +185,7 @@ _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory",
                "general", "order", "person", "detail", "short", "records", "record", "logs", "log", "notes",
                "files", "data", "database", "history", "company", "presence", "vicinity", "sight", "path",
                "meeting", "meetings", "mind", "touch", "ahead", "advance", "front", "early", "late", "earlier",
-               "later", "first", "time"}
+               "later", "first", "time", "earliest", "latest", "soonest"}
 
 
 _AFTER_PLACE = {"together", "alone", "again", "too", "also", "either", "as", "well", "both"}   # adverbs after a place
@@ -220,7 +220,7 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
         # a name opening a terse question counts too: "Hana's lunch: ...", or "Hana, where is
         # she?" (no one else named, a pronoun for her); not "Actually, where is Bob?"
         opens = i == 0 and word.lower() not in OPENER_WORDS and (tok.group(0).endswith("'s") or (
-            question[tok.end():tok.end() + 1] in (",", ":") and not matched and _PRONOUN.search(question)))
+            question[tok.end():tok.end() + 1] in (",", ":") and not matched and _fronted_name(q, word)))
         capitalised = (i > 0 or opens) and not re.search(r"[.!?;]", gap) and \
             re.fullmatch(r"[A-Z][a-z]+", word) is not None
         if not capitalised or any(m.start <= tok.start() < m.end for m in matched):
@@ -235,6 +235,13 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
         if not after_determiner and _is_unknown_name(name, list(person_names) + list(place_names)):
             return name, ""
     return "", ""
+
+
+def _fronted_name(q: str, word: str) -> bool:
+    """A word opening the question before a comma or colon names the person it is about ("Hana,
+    where is she?", "Priya, today: when was the last sighting?"), not a sentence adverb
+    ("Actually, ..."): the question refers back to someone, or asks about no one else."""
+    return bool(_PRONOUN.search(q)) or not (_PEOPLE_WORDS.search(q) or word.lower().endswith("ly"))
 
 
 def _is_unknown_name(name: str, known_names: list[str]) -> bool:

@@ -26,7 +26,7 @@ FUZZY_MIN_CHARS = 5        # shorter names must be spelled right ("Ann" is not "
 MAX_WORDS = 3              # longest name / place phrase, in words
 
 STOP_WORDS = frozenset("""a an the is are was were be been being did do does have has had can could will would i you we
-he she it they me my your our their this that these those there here of in on at to for from with by about into near
+he she it they me him her them us his its my your our their this that these those there here of in on at to for from with by about into near
 next last first ever any some what which who whom where when how long many much time times see seen saw look
 looking find found notice noticed spot spotted robot please tell show remember recall kept keep go went come came
 today yesterday morning afternoon evening night tonight ago minutes minute hours hour days day week ever

@@ -25,8 +25,8 @@ def add_eval_arguments(p) -> None:
                    help="questions per type (default 4; fewer where the episode offers fewer)")
     p.add_argument("--phrasings", default="evaluation",
                    help="comma-separated phrasing sets (default evaluation): evaluation (never used by the "
-                        "planners or their tests), dev (the set the planner's tests may use), probe, probe2 and "
-                        "probe3 (written blind to evaluation; the planner was developed against them since, so "
+                        "planners or their tests), dev (the set the planner's tests may use), probe, probe2, "
+                        "probe3 and probe4 (written blind to evaluation; the planner was developed against them since, so "
                         "their scores are development scores); all ask the same facts, side by side they "
                         "measure robustness to wording")
     p.add_argument("--naming", default="operator", choices=["operator", "enrolment"],

@@ -68,7 +68,7 @@ from .truth import ObservedTruth, observed_truth
 
 log = logging.getLogger(__name__)
 
-PHRASING_SETS = ("dev", "probe", "probe2", "probe3", "evaluation")
+PHRASING_SETS = ("dev", "probe", "probe2", "probe3", "probe4", "evaluation")
 N, N2, R, D, O = "name", "name2", "room", "day", "obj"
 # question type -> the slot sets its templates may use (count: with or without a room)
 SLOTS: dict[str, tuple[frozenset, ...]] = {t: tuple(frozenset(s) for s in sets) for t, sets in {
