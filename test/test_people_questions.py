@@ -355,3 +355,41 @@ def test_a_crowd_and_heads_are_people_to_count(agent):
 def test_where_someone_is_based_is_their_usual_place(agent):
     ans = ask(agent, "Where's Alice based?")
     assert ans.type == "waypoint" and ans.waypoint == "open_office" and "usually" in ans.text, ans
+
+
+def test_usually_turns_a_one_sighting_question_into_the_habit(agent):
+    ans = ask(agent, "Where would I normally find Alice?")        # not where she is now
+    assert ans.type == "waypoint" and "usually" in ans.text, ans
+
+
+def test_how_far_back_asks_for_the_first_sighting(agent):
+    ans = ask(agent, "How far back do your sightings of Bob go?")
+    assert ans.type == "time" and local(ans.time) == "Mon 09:40", ans
+
+
+def test_an_opening_phrase_and_the_marks_a_cut_day_leaves_are_not_the_question():
+    from embodied_memory.agent.intents import canonical
+    assert canonical("For the record,, at what hour did Alex leave?") == "at what hour did alex leave"
+    assert canonical("Hey, so, when did Alex leave?") == "when did alex leave"
+    assert canonical("Sorry: where's Alex?") == "where is alex"
+
+
+@pytest.mark.parametrize("question", ["Zoe around today?", "Quick question. Zoe, is she in?",
+                                      "Zoe \u2014 where did you last see her?", "Hana, today: when was the last sighting?",
+                                      "Hana: when was it you first spotted them?"])     # a cleft's "it"
+def test_a_name_opening_a_sentence_is_checked_when_the_question_is_about_someone(agent, question):
+    ans = ask(agent, question)
+    assert ans.status == "no_answer" and "I don't know who" in ans.text, ans      # never a guess
+
+
+@pytest.mark.parametrize("question", ["Printer: when was it last used?", "Keys: where did you see them?",
+                                      "Kitchen busy today?"])
+def test_a_thing_opening_a_question_is_no_unknown_person(agent, question):
+    assert "I don't know who" not in ask(agent, question).text
+
+
+def test_who_came_in_first_is_the_earliest_arrival_and_who_was_new_is_the_first_time(agent):
+    ans = ask(agent, "Who came in first today?")
+    assert ans.persons[0] == ALICE and "came first" in ans.text, ans
+    assert ask(agent, "Who showed up for the first time today?").persons == [CAROL]
+    assert sorted(ask(agent, "Monday: who was in?").persons) == [ALICE, BOB]

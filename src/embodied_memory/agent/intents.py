@@ -29,7 +29,7 @@ import numpy as np
 import yaml
 
 from ..cache import cache_dir
-from .slots import Mention
+from .slots import OPENER_WORDS, Mention
 from .time_expressions import parse_time_window
 
 log = logging.getLogger(__name__)
@@ -79,10 +79,12 @@ FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "depar
 
 # the words "first" / "last" decide between the two one-sighting families
 _LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final)\b")
-_FIRST_WORDS = re.compile(r"\b(first|earliest)\b")
+_FIRST_WORDS = re.compile(r"\b(first|earliest|initial(ly)?|original(ly)?|how far back)\b")
 _HABIT_WORDS = re.compile(r"\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
 _TO_LAST = {"first_seen": "last_time", "arrival": "last_time", "habit_place": "last_place", "habit_time": "last_time"}
-_TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen"}
+_TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen", "departure": "first_seen"}
+_TO_HABIT = {"where_now": "habit_place", "last_place": "habit_place", "last_time": "habit_time",
+             "first_seen": "habit_time", "arrival": "habit_time", "departure": "habit_time"}
 
 
 # an absence is asked with a negation ("not", "without", "missing"); "which days was Alex in?" is none
@@ -90,19 +92,28 @@ _ABSENCE_WORDS = re.compile(r"\b(not|no|never|without|absent|absence|away|missin
                             r"gone|nowhere)\b")
 
 
+# someone seen for the first time is new ("who came for the first time"); "who came in first" is
+# the earliest arrival
+_NEW_WORDS = re.compile(r"\b(first time|new|newcomers?|never|before|unfamiliar)\b")
+
+
 def refined(intent: str, canonical_question: str) -> str:
     """The classifier's intent checked against words it cannot weigh: "first" / "last"
-    (``by_first_or_last``), an absence without a negation (the opposite question: not understood)."""
+    (``by_first_or_last``), an absence without a negation (the opposite question: not
+    understood), "first" without "for the first time" / "new" (the earliest arrival)."""
     if intent == "absent_days" and not _ABSENCE_WORDS.search(canonical_question):
         return OUT_OF_SCOPE
+    if intent == "first_time" and not _NEW_WORDS.search(canonical_question):
+        return "who_first"
     return by_first_or_last(intent, canonical_question)
 
 
 def by_first_or_last(intent: str, canonical_question: str) -> str:
-    """A one-sighting intent turned to the other end when the question says so ("most recently")."""
+    """A one-sighting intent turned to the other end when the question says so ("most recently"),
+    or to the habit when it says "usually"."""
     last, first = _LAST_WORDS.search(canonical_question), _FIRST_WORDS.search(canonical_question)
-    if intent.startswith("habit_") and _HABIT_WORDS.search(canonical_question):
-        return intent      # "usually", even with "last" in it: still a habit
+    if _HABIT_WORDS.search(canonical_question):   # "usually", even with "last" in it: a habit
+        return _TO_HABIT.get(intent, intent)
     if last and not first:
         return _TO_LAST.get(intent, intent)
     if first and not last:
@@ -138,11 +149,16 @@ _CONTRACTIONS = [(re.compile(p), r) for p, r in (
     (r"\bi'm\b", "i am"))]
 
 
+_OPENERS = re.compile(r"^[ ,:;]*((" + "|".join(OPENER_WORDS) + r")\b[ ,:;]*)+")
+_REPEATED_MARKS = re.compile(r"([,:;])(\s*[,:;])+")
+
+
 def canonical(text: str) -> str:
     """Lower case, contractions spelled out ("where's" -> "where is"), one space between words,
-    no trailing punctuation."""
+    no trailing punctuation, no opening words ("hey, so ...") nor marks a cut time phrase leaves
+    ("Today, at what point ...", "for the record, today, at ...")."""
     text = re.sub(r"\s+([,.:;?!])", r"\1", " ".join(text.replace("’", "'").split())).strip(" ?!.").lower()
-    text = text.lstrip(" ,:;")   # what a cut time phrase leaves ("Today, at what point ...")
+    text = _OPENERS.sub("", _REPEATED_MARKS.sub(r"\1", text)).lstrip(" ,:;")   # what a cut time phrase leaves
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
     return text

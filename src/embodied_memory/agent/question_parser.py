@@ -21,8 +21,8 @@ from typing import Optional
 from zoneinfo import ZoneInfo
 
 from ..calendar_windows import WEEKDAYS
-from .intents import IntentMatch, allowed_intents, canonical_form
-from .slots import STOP_WORDS, Mention, find_people, find_place, person_names, place_names
+from .intents import GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical_form
+from .slots import OPENER_WORDS, STOP_WORDS, Mention, find_people, find_place, person_names, place_names
 from .time_expressions import parse_time_expression, unread_time_words
 
 KINDS = ("go", "where", "when", "how_long", "yes_no", "who", "how_many", "what")
@@ -111,12 +111,49 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     if classifier is not None:
         named = len(persons) + bool(unknown_person and not persons)
         parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people, leading_wh(q)))
+        if not (persons or unknown_person or unknown_place or about_people):
+            name = _name_by_substitution(question, parsed, place, places, classifier, leading_wh(q))
+            if name:
+                parsed.unknown_person = name
     return parsed
 
 
-# words that open a question without being part of it ("Hey, ...", "OK so ...")
-OPENER_WORDS = ("so", "and", "ok", "okay", "hey", "hi", "hello", "please", "robot", "excuse me", "sorry", "quick",
-                "well", "right", "alright", "listen", "oh", "thanks", "also", "now")
+# a capitalised word at a sentence's start is a name when the question reads as one about
+# someone with a name in its place ("Zoe around today?" is "Alex around today?")
+NAME_LIKE_SIMILARITY = 0.75        # the question with the word as a name is this like a person example
+NAME_LIKE_GAIN = 0.25              # and this much more like one than the question as it is
+_PERSON_ONLY = frozenset(i for i in allowed_intents(1) if i not in GENERAL and i != OUT_OF_SCOPE)
+
+
+def _name_by_substitution(question: str, parsed: ParsedQuestion, place: Optional[Mention],
+                          place_names: dict[str, str], classifier, wh: str) -> str:
+    """A word opening a sentence (where capitals say nothing) that must be someone's name: the
+    question is understood as one about a person when the word is read as a name, and much
+    better than without one.  Not a word after a determiner ("The printer ..."), a stop,
+    calendar or place word, nor one the question calls "it", nor a plural ("Keys: where did
+    you see them?") unless the question says "she" / "he"."""
+    q = parsed.text.lower()
+    if _THING_PRONOUN.search(q):
+        return ""
+    place_words = {w for name in place_names for w in name.split()}
+    previous = ""
+    for m in re.finditer(r"[A-Za-z][A-Za-z'-]*|[.!?;:\u2014-]", question):
+        token = m.group(0)
+        starts = previous in ("", ".", "!", "?", ";", ":", "\u2014", "-")
+        previous = token.lower() if token[0].isalpha() else token
+        word = token.lower()
+        if not (starts and token[0].isupper()) or word in _STOP or word in OPENER_WORDS or \
+                word in _CALENDAR_WORDS or word in place_words or len(word) < 3 or \
+                (word.endswith("s") and not _PERSONAL_PRONOUN.search(q)):
+            continue
+        match = classifier.classify(canonical_form(question, [], place, token, parsed.time_words),
+                                    allowed_intents(1, False, wh))
+        if (match.intent in _PERSON_ONLY and match.score >= NAME_LIKE_SIMILARITY
+                and match.score - parsed.intent.score >= NAME_LIKE_GAIN):
+            return token
+    return ""
+
+
 _POLITE = re.compile(r"^((" + "|".join(OPENER_WORDS) + r")[ ,]+)*((do|did) you (know|remember|recall)|"
                      r"(can|could|would) you (tell|remind) me|tell me|any idea|i wonder|i'd like to know|"
                      r"i want to know|remind me)[ ,]+")
@@ -192,6 +229,9 @@ _AFTER_PLACE = {"together", "alone", "again", "too", "also", "either", "as", "we
 
 
 _PRONOUN = re.compile(r"\b(she|he|her|him|his|hers|they|them|their)\b", re.IGNORECASE)
+_PERSONAL_PRONOUN = re.compile(r"\b(she|he|her|him|his|hers)\b")     # never a thing
+# never a person; not the "it" of a cleft ("when was it you first saw them?")
+_THING_PRONOUN = re.compile(r"\b(its|itself|it(?! (that|you|i|we|they|he|she)\b))\b")
 
 
 def _unknown_names(question: str, q: str, person_names: dict[str, str],
@@ -241,6 +281,8 @@ def _fronted_name(q: str, word: str) -> bool:
     """A word opening the question before a comma or colon names the person it is about ("Hana,
     where is she?", "Priya, today: when was the last sighting?"), not a sentence adverb
     ("Actually, ..."): the question refers back to someone, or asks about no one else."""
+    if _THING_PRONOUN.search(q) or (word.lower().endswith("s") and not _PERSONAL_PRONOUN.search(q)):
+        return False      # "Printer: when was it last used?", "Keys: where did you see them?"
     return bool(_PRONOUN.search(q)) or not (_PEOPLE_WORDS.search(q) or word.lower().endswith("ly"))
 
 

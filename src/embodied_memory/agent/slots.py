@@ -36,6 +36,10 @@ people person persons someone somebody anyone anybody everyone everybody visitor
 arrive arrived arrives arrival leave left leaves leaving enter entered exit exited stay stayed spend spent
 get got here there take bring lead guide drive navigate move head go goes went""".split())
 
+# words that open a question without being part of it ("Hey, ...", "OK so ...")
+OPENER_WORDS = ("so", "and", "ok", "okay", "hey", "hi", "hello", "please", "robot", "excuse me", "sorry", "quick",
+                "well", "right", "alright", "listen", "oh", "thanks", "also", "now", "for the record")
+
 # phrase -> the words of the waypoint it stands for (used only when such a waypoint exists)
 ROOM_SYNONYMS: dict[str, str] = {
     "meeting room": "conference room", "boardroom": "conference room", "board room": "conference room",
