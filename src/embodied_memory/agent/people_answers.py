@@ -23,7 +23,7 @@ from ..calendar_windows import (LUNCH_MINUTES, MONTHS, WEEKDAYS, clock_time, day
 from .answer import STATUS_NO_ANSWER, Answer
 from .memory_reader import MemoryReader
 from .question_parser import OPENER_WORDS, ParsedQuestion
-from .slots import room_kind
+from .slots import place_phrase, room_kind
 from .visits import observed_minutes, split_visits
 
 NOT_WORKPLACES = ("lunch", "meeting", "passage")
@@ -66,9 +66,11 @@ class PeopleAnswers:
         return f"{day}at {local:%H:%M}"
 
     def _when(self, p: ParsedQuestion) -> str:
-        """The question's time phrase for the answer's text ("on monday"), or the default window
+        """The question's time phrase for the answer's text ("on Monday"), or the default window
         the last ``window`` call used ("today"): a "no" must say for when; "" for all time."""
-        return " ".join(p.time_words) if p.time_words else getattr(self, "_default", "")
+        if not p.time_words:
+            return getattr(self, "_default", "")
+        return _CALENDAR_NAME.sub(lambda m: m.group(0).capitalize(), " ".join(p.time_words))
 
     def window(self, p: ParsedQuestion, default: str) -> tuple[float, float]:
         """The question's window; without one ``default``: "ever", "today" or "week" (since Monday);
@@ -122,7 +124,7 @@ class PeopleAnswers:
         ans = Answer(type=kind, position=list(where) if where is not None else None,
                      waypoint=row.get("waypoint", ""), confidence=0.7)
         ans.set_time(row["t"], self.tools.now, self.tools.tz)
-        place = (row.get("waypoint") or "an unknown place").replace("_", " ")
+        place = place_phrase(row.get("waypoint", ""))
         ans.text = text.format(name=self.name(row.get("_person", "")), place=place, at=self.at(row["t"]))
         return self._evidence(ans, [row])
 
@@ -158,10 +160,10 @@ class PeopleAnswers:
         return self.tools.now - ans.time if ans.time is not None else float("inf")
 
     def last_place(self, p: ParsedQuestion) -> Answer:
-        return self.last_sighting(p, "ever", "position", "I last saw {name} at {place} {at}.")
+        return self.last_sighting(p, "ever", "position", "I last saw {name} {place} {at}.")
 
     def where_now(self, p: ParsedQuestion) -> Answer:
-        ans = self.last_sighting(p, "ever", "position", "{name} was last seen at {place} {at}; probably still there.")
+        ans = self.last_sighting(p, "ever", "position", "{name} was last seen {place} {at}; probably still there.")
         if ans.status == "ok" and self._age(ans) > RECENT_S:     # the last known place, said as such
             ans.text = f"I don't know where {self.name(p.person)} is now: I last saw them " + \
                        ans.text.split(" was last seen ", 1)[1].replace("; probably still there.", ".")
@@ -169,10 +171,10 @@ class PeopleAnswers:
         return ans
 
     def last_time(self, p: ParsedQuestion) -> Answer:
-        return self.last_sighting(p, "ever", "time", "I last saw {name} {at}, at {place}.")
+        return self.last_sighting(p, "ever", "time", "I last saw {name} {at}, {place}.")
 
     def departure(self, p: ParsedQuestion) -> Answer:
-        ans = self.last_sighting(p, "today", "time", "{name} was last seen {at} at {place} (they may have stayed "
+        ans = self.last_sighting(p, "today", "time", "{name} was last seen {at} {place} (they may have stayed "
                                                      "on after I looked).")
         if ans.status == "ok" and self._age(ans) < STILL_HERE_S:
             ans.text = f"I last saw {self.name(p.person)} {self.at(ans.time)} at " \
@@ -181,10 +183,10 @@ class PeopleAnswers:
         return ans
 
     def first_seen(self, p: ParsedQuestion) -> Answer:
-        return self.first_sighting(p, "ever", "I first saw {name} {at}, at {place}.")
+        return self.first_sighting(p, "ever", "I first saw {name} {at}, {place}.")
 
     def arrival(self, p: ParsedQuestion) -> Answer:
-        return self.first_sighting(p, "today", "{name} was first seen {at} at {place} (the earliest I saw them: "
+        return self.first_sighting(p, "today", "{name} was first seen {at} {place} (the earliest I saw them: "
                                                "they may have come in before I looked).")
 
     # -- presence -------------------------------------------------------------------------------
@@ -207,8 +209,8 @@ class PeopleAnswers:
             if elsewhere:   # seen, but somewhere else: a real "no", with where they were
                 row = elsewhere[-1]
                 ans = Answer(type="binary", binary="no", confidence=0.7, text=(
-                    f"No, I did not see {who}{where}{when}; I saw them at "
-                    f"{(row.get('waypoint') or 'an unknown place').replace('_', ' ')} {self.at(row['t'])}."))
+                    f"No, I did not see {who}{where}{when}; I saw them {place_phrase(row.get('waypoint', ''))} "
+                    f"{self.at(row['t'])}."))
                 return self._evidence(ans, elsewhere)
             return self.unobserved(p, start, end) or Answer(
                 type="binary", binary="no", confidence=0.6, text=f"No, I did not see {who}{where}{when}.")
@@ -417,6 +419,7 @@ class PeopleAnswers:
         return getattr(self, intent, None) if intent in PEOPLE_INTENTS else None
 
 
+_CALENDAR_NAME = re.compile(r"\b(" + "|".join(WEEKDAYS + tuple(MONTHS)) + r")\b")   # capitalised in answers
 # time words that name days (a habit "this week", "since Monday"); without them a time of day
 # ("at midday", "in the mornings") says which habit, not when to look
 _DATED = re.compile(r"\b(today|yesterday|tonight|last night|week|weekend|month|year|days?|ago|since|\d{4}|"

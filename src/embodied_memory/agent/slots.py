@@ -214,6 +214,15 @@ def find_place(question: str, places: dict[str, str], exclude: Iterable[Mention]
     return None
 
 
+def place_phrase(waypoint: str) -> str:
+    """How an answer says where: "in the conference room", "at north corridor 1" (a numbered
+    waypoint is a point, not a room), "at an unknown place"."""
+    if not waypoint:
+        return "at an unknown place"
+    words = words_of(waypoint)
+    return f"at {words}" if re.search(r"\d$", words) or words.split()[0] in ("wp", "waypoint") else f"in the {words}"
+
+
 def room_kind(waypoint: str) -> str:
     """"lunch", "meeting", "passage" or "" (a workplace or unknown), from the waypoint's words."""
     words = set(words_of(waypoint).split())
