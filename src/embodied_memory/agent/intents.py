@@ -79,12 +79,12 @@ FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "depar
 
 # the words "first" / "last" decide between the two one-sighting families
 _LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final)\b")
-_FIRST_WORDS = re.compile(r"\b(first|earliest|initial(ly)?|original(ly)?|how far back)\b")
-_HABIT_WORDS = re.compile(r"\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
+FIRST_WORDS = re.compile(r"\b(first|earliest|initial(ly)?|original(ly)?|how far back)\b")
+# "than usual", "as usual" compare with the habit; they do not ask for it
+_HABIT_WORDS = re.compile(r"(?<!than )(?<!as )\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
 _TO_LAST = {"first_seen": "last_time", "arrival": "last_time", "habit_place": "last_place", "habit_time": "last_time"}
-_TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen", "departure": "first_seen"}
-_TO_HABIT = {"where_now": "habit_place", "last_place": "habit_place", "last_time": "habit_time",
-             "first_seen": "habit_time", "arrival": "habit_time", "departure": "habit_time"}
+_TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen"}
+_TO_HABIT = {"where_now": "habit_place", "last_place": "habit_place"}   # the usual time is lunch's only
 
 
 # an absence is asked with a negation ("not", "without", "missing"); "which days was Alex in?" is none
@@ -94,24 +94,30 @@ _ABSENCE_WORDS = re.compile(r"\b(not|no|never|without|absent|absence|away|missin
 
 # someone seen for the first time is new ("who came for the first time"); "who came in first" is
 # the earliest arrival
-_NEW_WORDS = re.compile(r"\b(first time|new|newcomers?|never|before|unfamiliar)\b")
+_YES_NO_START = re.compile(r"^(did|was|were|is|are|has|have|had)\b")
+_AMOUNT = re.compile(r"\b(more|less|longer|shorter|over|under|at least|hours?|minutes?|long|\d+)\b")
+_NEW_WORDS = re.compile(r"\b(first[- ]tim(e|ers?)|new|newcomers?|never|before|previously|until then|unfamiliar|"
+                        r"unknown|strangers?|(not|hadn't|had not|haven't) (seen|met))\b")
 
 
 def refined(intent: str, canonical_question: str) -> str:
     """The classifier's intent checked against words it cannot weigh: "first" / "last"
     (``by_first_or_last``), an absence without a negation (the opposite question: not
-    understood), "first" without "for the first time" / "new" (the earliest arrival)."""
+    understood), "first" without "for the first time" / "new" (the earliest arrival), a stay
+    asked yes or no (presence)."""
     if intent == "absent_days" and not _ABSENCE_WORDS.search(canonical_question):
         return OUT_OF_SCOPE
-    if intent == "first_time" and not _NEW_WORDS.search(canonical_question):
+    if intent == "first_time" and FIRST_WORDS.search(canonical_question) and not _NEW_WORDS.search(canonical_question):
         return "who_first"
+    if intent == "duration" and _YES_NO_START.match(canonical_question) and not _AMOUNT.search(canonical_question):
+        return "was_in"          # a stay asked yes or no: whether, not how long
     return by_first_or_last(intent, canonical_question)
 
 
 def by_first_or_last(intent: str, canonical_question: str) -> str:
     """A one-sighting intent turned to the other end when the question says so ("most recently"),
     or to the habit when it says "usually"."""
-    last, first = _LAST_WORDS.search(canonical_question), _FIRST_WORDS.search(canonical_question)
+    last, first = _LAST_WORDS.search(canonical_question), FIRST_WORDS.search(canonical_question)
     if _HABIT_WORDS.search(canonical_question):   # "usually", even with "last" in it: a habit
         return _TO_HABIT.get(intent, intent)
     if last and not first:
@@ -149,7 +155,7 @@ _CONTRACTIONS = [(re.compile(p), r) for p, r in (
     (r"\bi'm\b", "i am"))]
 
 
-_OPENERS = re.compile(r"^[ ,:;]*((" + "|".join(OPENER_WORDS) + r")\b[ ,:;]*)+")
+_OPENERS = re.compile(r"^[ ,:;!.]*((" + "|".join(OPENER_WORDS) + r")\b[ ,:;!.]*)+")
 _REPEATED_MARKS = re.compile(r"([,:;])(\s*[,:;])+")
 
 

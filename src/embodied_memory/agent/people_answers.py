@@ -22,8 +22,8 @@ from ..calendar_windows import (LUNCH_MINUTES, MONTHS, WEEKDAYS, clock_time, day
                                 week_window)
 from .answer import STATUS_NO_ANSWER, Answer
 from .memory_reader import MemoryReader
-from .question_parser import OPENER_WORDS, ParsedQuestion
-from .slots import place_phrase, room_kind
+from .question_parser import ParsedQuestion
+from .slots import OPENER_WORDS, place_phrase, room_kind
 from .visits import observed_minutes, split_visits
 
 NOT_WORKPLACES = ("lunch", "meeting", "passage")
@@ -70,7 +70,8 @@ class PeopleAnswers:
         the last ``window`` call used ("today"): a "no" must say for when; "" for all time."""
         if not p.time_words:
             return getattr(self, "_default", "")
-        return _CALENDAR_NAME.sub(lambda m: m.group(0).capitalize(), " ".join(p.time_words))
+        phrase = _CALENDAR_NAME.sub(lambda m: m.group(0).capitalize(), " ".join(p.time_words))
+        return f"on {phrase}" if phrase.lower() in WEEKDAYS else phrase     # "Bob, lab, Monday?"
 
     def window(self, p: ParsedQuestion, default: str) -> tuple[float, float]:
         """The question's window; without one ``default``: "ever", "today" or "week" (since Monday);
@@ -177,8 +178,8 @@ class PeopleAnswers:
         ans = self.last_sighting(p, "today", "time", "{name} was last seen {at} {place} (they may have stayed "
                                                      "on after I looked).")
         if ans.status == "ok" and self._age(ans) < STILL_HERE_S:
-            ans.text = f"I last saw {self.name(p.person)} {self.at(ans.time)} at " \
-                       f"{(ans.waypoint or 'an unknown place').replace('_', ' ')}; they may not have left yet."
+            ans.text = f"I last saw {self.name(p.person)} {self.at(ans.time)} {place_phrase(ans.waypoint)}; " \
+                       "they may not have left yet."
             ans.confidence = 0.3
         return ans
 

@@ -21,7 +21,7 @@ from typing import Optional
 from zoneinfo import ZoneInfo
 
 from ..calendar_windows import WEEKDAYS
-from .intents import GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical_form
+from .intents import FIRST_WORDS, GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical_form
 from .slots import OPENER_WORDS, STOP_WORDS, Mention, find_people, find_place, person_names, place_names
 from .time_expressions import parse_time_expression, unread_time_words
 
@@ -62,6 +62,7 @@ class ParsedQuestion:
     about_people: bool = False               # the question is about people in general
     time_words: list[str] = field(default_factory=list)
     unknown_person: str = ""                 # a person named in the question that no identity is
+    unknown_by_reading: bool = False         # ... read as a name only for where it stands (could be a thing)
     unknown_place: str = ""                  # a place named in the question that is no known waypoint
     asks_now: bool = False                   # "now" / "at the moment" and no other time phrase
     unread_time: list[str] = field(default_factory=list)   # time-like words the time parser could not read
@@ -91,7 +92,7 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     place = find_place(question, places, exclude=persons)
     expression = parse_time_expression(q, now, tz)
     start, end, time_words = (expression.start, expression.end, expression.phrases) if expression else (None, None, [])
-    first = bool(re.search(r"\b(first|earliest|arrive|arrived|arrival|come in|came in|start|started|begin)\b", q))
+    first = bool(FIRST_WORDS.search(q) or re.search(r"\b(arrive|arrived|arrival|come in|came in|start|started|begin)\b", q))
     target_words = _object_words(q, persons, place, time_words)
     # "how many were there?": a count with nothing to count is a count of people
     about_people = bool(_PEOPLE_WORDS.search(q)) or bool(re.search(r"\bhow many\b", q) and not target_words)
@@ -105,6 +106,7 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
                             place=place.value if place else "", start=start, end=end, first=first,
                             about_people=about_people, time_words=time_words,
                             unknown_person=unknown_person, unknown_place=unknown_place,
+                            unknown_by_reading=_read_as_name(question, unknown_person),
                             asks_now=start is None and bool(_NOW.search(q)),
                             unread_time=unread_time_words(q, expression))
     parsed.canonical = canonical_form(question, persons, place, unknown_person, time_words)
@@ -114,7 +116,7 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
         if not (persons or unknown_person or unknown_place or about_people):
             name = _name_by_substitution(question, parsed, place, places, classifier, leading_wh(q))
             if name:
-                parsed.unknown_person = name
+                parsed.unknown_person, parsed.unknown_by_reading = name, _read_as_name(question, name)
     return parsed
 
 
@@ -143,7 +145,7 @@ def _name_by_substitution(question: str, parsed: ParsedQuestion, place: Optional
         previous = token.lower() if token[0].isalpha() else token
         word = token.lower()
         if not (starts and token[0].isupper()) or word in _STOP or word in OPENER_WORDS or \
-                word in _CALENDAR_WORDS or word in place_words or len(word) < 3 or \
+                word in _CALENDAR_WORDS or word in place_words or word in _ROOM_WORDS or len(word) < 3 or \
                 (word.endswith("s") and not _PERSONAL_PRONOUN.search(q)):
             continue
         match = classifier.classify(canonical_form(question, [], place, token, parsed.time_words),
@@ -159,7 +161,9 @@ _POLITE = re.compile(r"^((" + "|".join(OPENER_WORDS) + r")[ ,]+)*((do|did) you (
                      r"i want to know|remind me)[ ,]+")
 _WH = [(re.compile(p), wh) for p, wh in (
     (r"^(when|what time|at what time|around what time|at what point|how early|how late)\b", "when"),
-    (r"^(where|(in |at )?(which|what) (room|place|location|spot|part of))\b", "where"),
+    (r"^(where|whereabouts|(in |at )?(which|what) (room|place|location|spot|part of))\b", "where"),
+    (r"^what('s| is| was) [a-z]+'s( (last|last known|latest|most recent|current|known))* "
+     r"(position|location|whereabouts)\b", "where"),
     (r"^(for )?how (long|much time)\b(?! ago| since)", "how long"), (r"^how long (ago|since)\b", "when"),
     (r"^how many\b", "how many"),
     (r"^(who|whom|with whom|which people|which of(?! ((the|this|last|these) )?(week's )?(days|dates)\b))\b", "who"))]
@@ -277,11 +281,19 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
     return "", ""
 
 
+def _read_as_name(question: str, name: str) -> bool:
+    """``name`` opens the question and nothing but its place says it is someone's (no pronoun
+    for a person, no possessive): "Laptop seen today?" may be a thing."""
+    return bool(name) and question.lstrip().startswith(name) and not (
+        _PRONOUN.search(question) or question.lstrip().startswith(f"{name}'s"))
+
+
 def _fronted_name(q: str, word: str) -> bool:
     """A word opening the question before a comma or colon names the person it is about ("Hana,
     where is she?", "Priya, today: when was the last sighting?"), not a sentence adverb
     ("Actually, ..."): the question refers back to someone, or asks about no one else."""
-    if _THING_PRONOUN.search(q) or (word.lower().endswith("s") and not _PERSONAL_PRONOUN.search(q)):
+    if _THING_PRONOUN.search(q) or word.lower() in _ROOM_WORDS or (
+            word.lower().endswith("s") and not _PERSONAL_PRONOUN.search(q)):
         return False      # "Printer: when was it last used?", "Keys: where did you see them?"
     return bool(_PRONOUN.search(q)) or not (_PEOPLE_WORDS.search(q) or word.lower().endswith("ly"))
 

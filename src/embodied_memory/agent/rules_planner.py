@@ -19,6 +19,7 @@ from .intents import MIN_SIMILARITY as MIN_UNDERSTOOD, OUT_OF_SCOPE, IntentClass
 from .memory_reader import QUERY_CHARS, MemoryReader
 from .people_answers import PEOPLE_INTENTS, PeopleAnswers
 from .question_parser import ParsedQuestion, parse_question
+from .slots import place_phrase
 from .tools import NAVIGATE, ToolBox
 from .visits import observed_minutes, split_visits
 
@@ -34,9 +35,10 @@ def _position(row: dict):
 
 
 def _place(row: dict) -> str:
+    """Where an observation was, as an answer says it ("in the kitchen", "at (1.0, 2.0)")."""
     if row.get("waypoint"):
-        return row["waypoint"]
-    return str(row["position"][:2]) if row.get("position") is not None else "an unknown position"
+        return place_phrase(row["waypoint"])
+    return f"at {tuple(row['position'][:2])}" if row.get("position") is not None else "at an unknown position"
 
 
 class RulesPlanner:
@@ -94,6 +96,8 @@ class RulesPlanner:
         waypoints = [w["waypoint"] for w in self._call(tools, "waypoints", {"before": tools.now})]
         classifier = self.classifier or shared_classifier()
         p = parse_question(question, tools.now, tools.tz, people, waypoints, classifier)
+        if p.unknown_by_reading and self._described(tools, p.unknown_person):
+            p.unknown_person, p.unknown_by_reading = "", False     # "Printer today?": a thing the robot saw
         if p.unknown_person or p.unknown_place:  # never answer about someone or somewhere never seen
             ans = self._unknown(p)
         elif self._about_people(p):
@@ -130,10 +134,16 @@ class RulesPlanner:
                      f"({match.runner_up_score:.2f})")
         return ans
 
+    def _described(self, tools: ToolBox, word: str) -> bool:
+        """Some stored description has ``word`` (a thing the robot has seen, not a person)."""
+        hits = self._call(tools, "text_observations", {"query": word, "k": 10, "before": tools.now})
+        return any(re.search(rf"\b{re.escape(word.lower())}\b", (h.get("description") or "").lower()) for h in hits)
+
     def _unknown(self, p: ParsedQuestion) -> Answer:
         if p.unknown_person:
             ans = no_answer(f"no identity in memory is called {p.unknown_person!r}", self.name)
-            ans.text = f"I don't know who {p.unknown_person} is."
+            ans.text = (f"I don't know who or what {p.unknown_person} is." if p.unknown_by_reading
+                        else f"I don't know who {p.unknown_person} is.")
         else:
             ans = no_answer(f"no waypoint in memory is called {p.unknown_place!r}", self.name)
             ans.text = f"I don't know where {p.unknown_place} is."
@@ -147,7 +157,7 @@ class RulesPlanner:
         ans = Answer(type=kind, position=_position(row), waypoint=row.get("waypoint", ""),
                      confidence=float(row.get("similarity", 1.0)))
         ans.set_time(row["t"], tools.now, tools.tz)
-        place = f"at {_place(row)}"
+        place = _place(row)
         ans.text = f"{what} {place} at {ans.time_iso[11:16]} ({ans.minutes_ago:.0f} min ago)."
         return ans
 
@@ -215,7 +225,7 @@ class RulesPlanner:
         ans = Answer(type="binary", binary="yes" if found else "no", confidence=0.7 if found else 0.5)
         if found:
             row = max(rows, key=lambda r: r["t"])
-            ans.text = f"Yes, last at {_place(row)} at {self._hhmm(row['t'], tools)}."
+            ans.text = f"Yes, last {_place(row)} at {self._hhmm(row['t'], tools)}."
             ans.position, ans.waypoint = _position(row), row.get("waypoint", "")
         else:
             ans.text = "No, I have no such observation."

@@ -214,13 +214,19 @@ def find_place(question: str, places: dict[str, str], exclude: Iterable[Mention]
     return None
 
 
+_POINT_WORDS = {"door", "desk", "station", "dock", "entrance", "exit", "gate", "elevator", "lift", "stairs",
+                "staircase", "counter", "window", "charger", "printer"}     # one is at them, not in them
+
+
 def place_phrase(waypoint: str) -> str:
     """How an answer says where: "in the conference room", "at north corridor 1" (a numbered
     waypoint is a point, not a room), "at an unknown place"."""
     if not waypoint:
         return "at an unknown place"
     words = words_of(waypoint)
-    return f"at {words}" if re.search(r"\d$", words) or words.split()[0] in ("wp", "waypoint") else f"in the {words}"
+    if re.search(r"\d$", words) or words.split()[0] in ("wp", "waypoint"):
+        return f"at {words}"
+    return f"at the {words}" if words.split()[-1] in _POINT_WORDS else f"in the {words}"
 
 
 def room_kind(waypoint: str) -> str:
