@@ -84,7 +84,8 @@ FIRST_WORDS = re.compile(r"\b(first|earliest|initial(ly)?|original(ly)?|how far 
 _HABIT_WORDS = re.compile(r"(?<!than )(?<!as )\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
 _TO_LAST = {"first_seen": "last_time", "arrival": "last_time", "habit_place": "last_place", "habit_time": "last_time"}
 _TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen"}
-_TO_HABIT = {"where_now": "habit_place", "last_place": "habit_place"}   # the usual time is lunch's only
+_TO_HABIT = {"where_now": "habit_place", "last_place": "habit_place", "last_time": "habit_time",
+             "first_seen": "habit_time", "arrival": "habit_time", "departure": "habit_time"}
 
 
 # an absence is asked with a negation ("not", "without", "missing"); "which days was Alex in?" is none

@@ -397,6 +397,10 @@ class PeopleAnswers:
         return self._evidence(ans, evidence)
 
     def habit_time(self, p: ParsedQuestion) -> Answer:
+        """The usual time of lunch, or of getting in / leaving when the question says so."""
+        usual = _USUAL_ARRIVAL.search(p.text.lower()) and "arrival" or _USUAL_LEAVING.search(p.text.lower()) and "leaving"
+        if usual:
+            return self._usual_day_edge(p, usual == "arrival")
         lunch: dict[dt.date, dict] = {}
         lo, hi = LUNCH_MINUTES
         for r in self._all_sightings(p):
@@ -416,10 +420,35 @@ class PeopleAnswers:
                      self.tools.now, self.tools.tz)
         return self._evidence(ans, list(lunch.values()))
 
+    def _usual_day_edge(self, p: ParsedQuestion, arrival: bool) -> Answer:
+        """The median time of a person's first (``arrival``) or last sighting of each day seen;
+        one day is no habit (said, not answered)."""
+        edge: dict[dt.date, dict] = {}
+        for r in self._all_sightings(p):
+            day = local_date(r["t"], self.tools.tz)
+            if day not in edge or (r["t"] < edge[day]["t"]) == arrival:
+                edge[day] = r
+        name, verb = self.name(p.person), "gets in" if arrival else "leaves"
+        if len(edge) < 2:
+            seen = f"I saw them on one day only ({self.at(next(iter(edge.values()))['t'])})" if edge else "I never saw them"
+            text = f"I don't know when {name} usually {verb}: {seen}; one day is no habit."
+            return self._evidence(Answer(status=STATUS_NO_ANSWER, text=text, error=text), list(edge.values()))
+        minutes = statistics.median(_minute_of_day(r["t"], self.tools.tz) for r in edge.values())
+        ans = Answer(type="time", confidence=0.5,
+                     text=f"{name} usually {verb} around {int(minutes // 60):02d}:{int(minutes % 60):02d} "
+                          f"({'first' if arrival else 'last'} seen at about that time on {len(edge)} days).")
+        ans.set_time(clock_time(max(edge), int(minutes // 60), int(minutes % 60), self.tools.tz,
+                                second=(minutes * 60) % 60), self.tools.now, self.tools.tz)
+        return self._evidence(ans, list(edge.values()))
+
     def handler(self, intent: str) -> Optional[Callable[[ParsedQuestion], Answer]]:
         return getattr(self, intent, None) if intent in PEOPLE_INTENTS else None
 
 
+_USUAL_ARRIVAL = re.compile(r"\b(arrive|arrives|get in|gets in|come in|comes in|start|starts|turn up|turns up|"
+                            r"show up|shows up|clock in|clocks in|get here|gets here|get to work|gets to work)\b")
+_USUAL_LEAVING = re.compile(r"\b(leave|leaves|go home|goes home|head home|heads home|finish|finishes|head out|"
+                            r"heads out|knock off|knocks off|clock out|clocks out|call it a day|calls it a day)\b")
 _CALENDAR_NAME = re.compile(r"\b(" + "|".join(WEEKDAYS + tuple(MONTHS)) + r")\b")   # capitalised in answers
 # time words that name days (a habit "this week", "since Monday"); without them a time of day
 # ("at midday", "in the mornings") says which habit, not when to look
