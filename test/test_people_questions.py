@@ -224,7 +224,7 @@ def test_new_user_findings(agent):
     shared = ask(agent, "Where does Carol usually work?")
     assert shared.status == "no_answer" and shared.text == (
         "I don't know where Carol Smith usually works: I only saw them in shared rooms, most often the "
-        "conference room (on 1 day(s)).") and shared.evidence == ["o11", "o12"]
+        "conference room (on 1 day).") and shared.evidence == ["o11", "o12"]
     assert ask(agent, "Where is Alcie right now?").waypoint == "open_office"
     assert ask(agent, "When did Bob come in on Mon?").status == "ok"   # "Mon" is a day, not a person
 
@@ -441,3 +441,11 @@ def test_answers_say_where_as_a_person_would():
     from embodied_memory.agent.slots import place_phrase
     assert [place_phrase(w) for w in ("conference_room", "front_door", "north_corridor_1", "")] == [
         "in the conference room", "at the front door", "at north corridor 1", "at an unknown place"]
+
+
+def test_lists_are_spoken_and_one_day_is_no_usual_place(agent):
+    from embodied_memory.agent.people_answers import spoken_list
+    assert [spoken_list(x) for x in ([], ["A"], ["A", "B"], ["A", "B", "C"])] == ["", "A", "A and B", "A, B and C"]
+    assert ask(agent, "Who was around on Monday?").text == "I saw Alice and Bob."
+    ans = ask(agent, "Where does May usually work?")                  # seen on Tuesday only
+    assert ans.status == "no_answer" and "one day is no habit" in ans.text, ans

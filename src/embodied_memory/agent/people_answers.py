@@ -218,7 +218,7 @@ class PeopleAnswers:
         last = rows[-1]
         if who == "anyone":
             seen = list(dict.fromkeys(x for r in rows for x in (r.get("persons") or [r.get("person")]) if x))
-            who = ", ".join(self.name(x) for x in seen) or who
+            who = spoken_list(self.name(x) for x in seen) or who
         ans = Answer(type="binary", binary="yes", confidence=0.8, waypoint=last.get("waypoint", ""),
                      text=f"Yes, I saw {who}{where}{when} (last {self.at(last['t'])}).")
         return self._evidence(ans, rows)
@@ -250,7 +250,7 @@ class PeopleAnswers:
         if not persons and (unknown := self.unobserved(p, start, end)):
             return unknown
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
-        text = (f"I saw {', '.join(self.name(x) for x in persons)}{where}." if persons
+        text = (f"I saw {spoken_list(self.name(x) for x in persons)}{where}." if persons
                 else f"I saw nobody{where}.")
         return self._evidence(Answer(type="persons", persons=persons, waypoint=p.place, confidence=0.6, text=text), rows)
 
@@ -262,7 +262,7 @@ class PeopleAnswers:
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
         ans = Answer(type="count", count=len(persons), persons=persons, confidence=0.5,
                      text=f"{len(persons)} {'person' if len(persons) == 1 else 'people'}{where}"
-                     + (f": {', '.join(self.name(x) for x in persons)}." if persons else "."))
+                     + (f": {spoken_list(self.name(x) for x in persons)}." if persons else "."))
         return self._evidence(ans, rows)
 
     # -- two people --------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ class PeopleAnswers:
             return self.not_seen(self.name(p.person), p)
         together = self._companions(p.person, rows)
         persons = list(dict.fromkeys(x for r in together for x in r["persons"] if x != p.person))
-        text = (f"I saw {self.name(p.person)} with {', '.join(self.name(x) for x in persons)}." if persons
+        text = (f"I saw {self.name(p.person)} with {spoken_list(self.name(x) for x in persons)}." if persons
                 else f"I saw {self.name(p.person)} with nobody else.")
         return self._evidence(Answer(type="persons", persons=persons, confidence=0.6, text=text), together or rows)
 
@@ -344,7 +344,7 @@ class PeopleAnswers:
                           error="no observations in the window")
         absent = [d for d in active
                   if p.person not in {x["person"] for x in self.reader.persons_between(*self._day_in(d, start, end))}]
-        names = ", ".join(d.strftime("%A") for d in absent)
+        names = spoken_list(d.strftime("%A") for d in absent)
         ans = Answer(type="days", days=[d.isoformat() for d in absent], confidence=0.6,
                      text=f"I did not see {self.name(p.person)} on {names}." if absent
                      else f"I saw {self.name(p.person)} on every day I was active.")
@@ -361,7 +361,7 @@ class PeopleAnswers:
         new = [x for x in persons if not self.reader.person_sightings(x, 0.0, max(0.0, start - 1e-3), first_only=True)]
         if not new and (unknown := self.unobserved(p, start, end)):
             return unknown
-        text = f"New: {', '.join(self.name(x) for x in new)}." if new else "I saw nobody for the first time."
+        text = f"New: {spoken_list(self.name(x) for x in new)}." if new else "I saw nobody for the first time."
         evidence = [r for r in rows if set(r.get("persons") or [r.get("person")]) & set(new)]
         return self._evidence(Answer(type="persons", persons=new, confidence=0.5, text=text), evidence)
 
@@ -389,11 +389,14 @@ class PeopleAnswers:
         evidence = [r for r in rows if r["waypoint"] == place]
         if room_kind(place) in NOT_WORKPLACES:   # no workplace seen: say so, with what was seen
             text = (f"I don't know where {self.name(p.person)} usually works: I only saw them in shared rooms, "
-                    f"most often the {room} (on {n} day(s)).")
+                    f"most often the {room} (on {n} day{'s' if n != 1 else ''}).")
             return self._evidence(Answer(status=STATUS_NO_ANSWER, text=text, error=text), evidence)
-        ans = Answer(type="waypoint", waypoint=place, confidence=0.3 if n < 2 else 0.6,
-                     text=f"{self.name(p.person)} usually works in the {room} (seen there on {n} day(s)"
-                          + ("; one day is no habit yet)." if n < 2 else ")."))
+        if n < 2:     # one day is no habit: said, not answered
+            text = f"I don't know where {self.name(p.person)} usually works: I saw them on one day only, " \
+                   f"most in the {room}; one day is no habit."
+            return self._evidence(Answer(status=STATUS_NO_ANSWER, text=text, error=text), evidence)
+        ans = Answer(type="waypoint", waypoint=place, confidence=0.6,
+                     text=f"{self.name(p.person)} usually works in the {room} (seen there on {n} days).")
         return self._evidence(ans, evidence)
 
     def habit_time(self, p: ParsedQuestion) -> Answer:
@@ -413,9 +416,10 @@ class PeopleAnswers:
                           error="no sighting in a lunch room at lunch time")
         minutes = statistics.median(_minute_of_day(r["t"], self.tools.tz) for r in lunch.values())
         last_day = max(lunch)
+        days = f"{len(lunch)} day{'s' if len(lunch) != 1 else ''}"
         ans = Answer(type="time", confidence=0.5,
                      text=f"{self.name(p.person)} usually has lunch around {int(minutes // 60):02d}:"
-                          f"{int(minutes % 60):02d} (seen at lunch on {len(lunch)} day(s)).")
+                          f"{int(minutes % 60):02d} (seen at lunch on {days}).")
         ans.set_time(clock_time(last_day, int(minutes // 60), int(minutes % 60), self.tools.tz, second=(minutes * 60) % 60),
                      self.tools.now, self.tools.tz)
         return self._evidence(ans, list(lunch.values()))
@@ -449,6 +453,12 @@ _USUAL_ARRIVAL = re.compile(r"\b(arrive|arrives|get in|gets in|come in|comes in|
                             r"show up|shows up|clock in|clocks in|get here|gets here|get to work|gets to work)\b")
 _USUAL_LEAVING = re.compile(r"\b(leave|leaves|go home|goes home|head home|heads home|finish|finishes|head out|"
                             r"heads out|knock off|knocks off|clock out|clocks out|call it a day|calls it a day)\b")
+def spoken_list(items) -> str:
+    """ "Alice", "Alice and Bob", "Alice, Bob and Carol"."""
+    items = list(items)
+    return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 _CALENDAR_NAME = re.compile(r"\b(" + "|".join(WEEKDAYS + tuple(MONTHS)) + r")\b")   # capitalised in answers
 # time words that name days (a habit "this week", "since Monday"); without them a time of day
 # ("at midday", "in the mornings") says which habit, not when to look

@@ -17,7 +17,7 @@ from typing import Optional
 from .answer import STATUS_NO_ANSWER, Answer, no_answer
 from .intents import MIN_SIMILARITY as MIN_UNDERSTOOD, OUT_OF_SCOPE, IntentClassifier, shared_classifier
 from .memory_reader import QUERY_CHARS, MemoryReader
-from .people_answers import PEOPLE_INTENTS, PeopleAnswers
+from .people_answers import PEOPLE_INTENTS, PeopleAnswers, spoken_list
 from .question_parser import ParsedQuestion, parse_question
 from .slots import place_phrase
 from .tools import NAVIGATE, ToolBox
@@ -241,7 +241,7 @@ class RulesPlanner:
             return self._people_answers(tools).who_in(p)
         persons, rows = self._people_near(p, tools)
         ans = Answer(type="persons", persons=persons, confidence=0.5,
-                     text=("I saw " + ", ".join(self._name(x) for x in persons) + ".") if persons else "I saw nobody.")
+                     text=("I saw " + spoken_list(self._name(x) for x in persons) + ".") if persons else "I saw nobody.")
         return self._evidence(ans, rows)
 
     def _how_many(self, p: ParsedQuestion, tools: ToolBox) -> Answer:
