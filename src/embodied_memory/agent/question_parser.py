@@ -112,9 +112,10 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     parsed.canonical = canonical_form(question, persons, place, unknown_person, time_words)
     if classifier is not None:
         named = len(persons) + bool(unknown_person and not persons)
-        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people, leading_wh(q)))
+        wh = leading_wh(q)
+        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people, wh))
         if not (persons or unknown_person or unknown_place or about_people):
-            name = _name_by_substitution(question, parsed, place, places, classifier, leading_wh(q))
+            name = _name_by_substitution(question, parsed, place, places, classifier, wh)
             if name:
                 parsed.unknown_person, parsed.unknown_by_reading = name, _read_as_name(question, name)
     return parsed
@@ -135,8 +136,6 @@ def _name_by_substitution(question: str, parsed: ParsedQuestion, place: Optional
     calendar or place word, nor one the question calls "it", nor a plural ("Keys: where did
     you see them?") unless the question says "she" / "he"."""
     q = parsed.text.lower()
-    if _THING_PRONOUN.search(q):
-        return ""
     place_words = {w for name in place_names for w in name.split()}
     previous = ""
     for m in re.finditer(r"[A-Za-z][A-Za-z'-]*|[.!?;:\u2014-]", question):
@@ -145,8 +144,7 @@ def _name_by_substitution(question: str, parsed: ParsedQuestion, place: Optional
         previous = token.lower() if token[0].isalpha() else token
         word = token.lower()
         if not (starts and token[0].isupper()) or word in _STOP or word in OPENER_WORDS or \
-                word in _CALENDAR_WORDS or word in place_words or word in _ROOM_WORDS or len(word) < 3 or \
-                (word.endswith("s") and not _PERSONAL_PRONOUN.search(q)):
+                word in _CALENDAR_WORDS or word in place_words or len(word) < 3 or _may_be_thing(q, word):
             continue
         match = classifier.classify(canonical_form(question, [], place, token, parsed.time_words),
                                     allowed_intents(1, False, wh))
@@ -281,6 +279,13 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
     return "", ""
 
 
+def _may_be_thing(q: str, word: str) -> bool:
+    """An opening ``word`` the question calls "it" ("Printer: when was it last used?"), a room
+    word, or a plural with no "she" / "he" for it ("Keys: where did you see them?")."""
+    return bool(_THING_PRONOUN.search(q)) or word in _ROOM_WORDS or (
+        word.endswith("s") and not _PERSONAL_PRONOUN.search(q))
+
+
 def _read_as_name(question: str, name: str) -> bool:
     """``name`` opens the question and nothing but its place says it is someone's (no pronoun
     for a person, no possessive): "Laptop seen today?" may be a thing."""
@@ -292,9 +297,8 @@ def _fronted_name(q: str, word: str) -> bool:
     """A word opening the question before a comma or colon names the person it is about ("Hana,
     where is she?", "Priya, today: when was the last sighting?"), not a sentence adverb
     ("Actually, ..."): the question refers back to someone, or asks about no one else."""
-    if _THING_PRONOUN.search(q) or word.lower() in _ROOM_WORDS or (
-            word.lower().endswith("s") and not _PERSONAL_PRONOUN.search(q)):
-        return False      # "Printer: when was it last used?", "Keys: where did you see them?"
+    if _may_be_thing(q, word.lower()):
+        return False
     return bool(_PRONOUN.search(q)) or not (_PEOPLE_WORDS.search(q) or word.lower().endswith("ly"))
 
 
