@@ -374,6 +374,13 @@ def test_usually_turns_a_where_question_into_the_habit_but_than_usual_does_not(a
     assert ask(agent, "Is Bob where he normally is?").type != "time"
 
 
+@pytest.mark.parametrize("question", ["Which part of the office is Bob in now?",
+                                      "Is Bob in the office? Which room exactly?"])
+def test_now_asks_where_someone_is_not_where_they_usually_are(agent, question):
+    ans = ask(agent, question)
+    assert ans.waypoint == "north_corridor_1" and "usually" not in ans.text, (question, ans)
+
+
 def test_how_far_back_asks_for_the_first_sighting(agent):
     ans = ask(agent, "How far back do your sightings of Bob go?")
     assert ans.type == "time" and local(ans.time) == "Mon 09:40", ans

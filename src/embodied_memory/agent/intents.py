@@ -82,6 +82,9 @@ _LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final)\b")
 FIRST_WORDS = re.compile(r"\b(first|earliest|initial(ly)?|original(ly)?|how far back)\b")
 # "than usual", "as usual" compare with the habit; they do not ask for it
 _HABIT_WORDS = re.compile(r"(?<!than )(?<!as )\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
+# "now", or "is Bob in ...?" without "usually", asks for the present, not the habit ("what part of
+# the office is Bob in now?", "is Bob in the office? where exactly?")
+_NOW_WORDS = re.compile(r"\b(now|currently|at (the|this) moment|at present|presently)\b|^(is|are) alex (in|at|around)\b")
 _TO_LAST = {"first_seen": "last_time", "arrival": "last_time", "habit_place": "last_place", "habit_time": "last_time"}
 _TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen"}
 _TO_HABIT = {"where_now": "habit_place", "last_place": "habit_place", "last_time": "habit_time",
@@ -117,10 +120,12 @@ def refined(intent: str, canonical_question: str) -> str:
 
 def by_first_or_last(intent: str, canonical_question: str) -> str:
     """A one-sighting intent turned to the other end when the question says so ("most recently"),
-    or to the habit when it says "usually"."""
+    to the habit when it says "usually", a usual place to the present when it says "now"."""
     last, first = _LAST_WORDS.search(canonical_question), FIRST_WORDS.search(canonical_question)
     if _HABIT_WORDS.search(canonical_question):   # "usually", even with "last" in it: a habit
         return _TO_HABIT.get(intent, intent)
+    if intent == "habit_place" and _NOW_WORDS.search(canonical_question):
+        return "where_now"
     if last and not first:
         return _TO_LAST.get(intent, intent)
     if first and not last:
