@@ -375,7 +375,8 @@ def test_usually_turns_a_where_question_into_the_habit_but_than_usual_does_not(a
 
 
 @pytest.mark.parametrize("question", ["Which part of the office is Bob in now?",
-                                      "Is Bob in the office? Which room exactly?"])
+                                      "Is Bob in the office? Which room exactly?",
+                                      "Where could Bob be found at this point?"])
 def test_now_asks_where_someone_is_not_where_they_usually_are(agent, question):
     ans = ask(agent, question)
     assert ans.waypoint == "north_corridor_1" and "usually" not in ans.text, (question, ans)

@@ -84,7 +84,7 @@ FIRST_WORDS = re.compile(r"\b(first|earliest|initial(ly)?|original(ly)?|how far 
 _HABIT_WORDS = re.compile(r"(?<!than )(?<!as )\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
 # "now", or "is Bob in ...?" without "usually", asks for the present, not the habit ("what part of
 # the office is Bob in now?", "is Bob in the office? where exactly?")
-_NOW_WORDS = re.compile(r"\b(now|currently|at (the|this) moment|at present|presently)\b|^(is|are) alex (in|at|around)\b")
+_NOW_WORDS = re.compile(r"\b(now|currently|at (the|this) (moment|point|time)|at present|presently|as we speak)\b|^(is|are) alex (in|at|around)\b")
 _TO_LAST = {"first_seen": "last_time", "arrival": "last_time", "habit_place": "last_place", "habit_time": "last_time"}
 _TO_FIRST = {"last_time": "first_seen", "last_place": "first_seen", "where_now": "first_seen"}
 _TO_HABIT = {"where_now": "habit_place", "last_place": "habit_place", "last_time": "habit_time",
