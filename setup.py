@@ -23,7 +23,8 @@ setup(
     package_dir={"": "src"},
     packages=find_packages("src"),
     package_data={"embodied_memory.store": ["schema.sql"], "embodied_memory.sim": ["phrasings/*.yaml"],
-                  "embodied_memory.agent": ["intents.yaml"]},
+                  "embodied_memory.agent": ["intents.yaml"],
+                  "embodied_memory.inspector": ["templates/*.html", "static/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -11,6 +11,7 @@
     embodied-memory query TOOL '{"k": 3}'     call a retrieval tool of the running memory
     embodied-memory forget --identity person_0003
     embodied-memory name person_0003 "Alice"
+    embodied-memory inspect --data-dir D      the memory in a web page on http://127.0.0.1:8080
 """
 from __future__ import annotations
 
@@ -374,6 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("identity")
     p.add_argument("name", help='display name ("" clears it)')
     service_cmds.append(p)
+    from .inspector.serve import add_inspect_arguments, cmd_inspect
+    add_inspect_arguments(add("inspect", cmd_inspect, "a web page to see, search, name, merge and forget what a "
+                                                      "memory directory holds (http://127.0.0.1:8080)"))
     for p in service_cmds:
         p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the answer")
     return parser

@@ -58,6 +58,18 @@ class StoreMemoryClient:
         return self.store.call_tool(tool, arguments)
 
 
+class RecordingClient:
+    """A memory client recording each tool call as ``tool({arguments})`` (failure lists, the
+    inspector's trace)."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+
+    def call(self, tool: str, arguments: dict) -> Any:
+        self.calls.append(f"{tool}({json.dumps(arguments, separators=(',', ':'))[:80]})")
+        return self.inner.call(tool, arguments)
+
+
 class ToolError(Exception):
     """Returned to the model as the tool's result (it can correct its call)."""
 

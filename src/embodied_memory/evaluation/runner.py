@@ -311,17 +311,6 @@ class Memory:
     reused: bool = False                             # answered from an earlier run's memory
 
 
-class RecordingClient:
-    """The memory client the agent uses, recording each tool call (for the failure list)."""
-
-    def __init__(self, inner):
-        self.inner, self.calls = inner, []
-
-    def call(self, tool: str, arguments: dict):
-        self.calls.append(f"{tool}({json.dumps(arguments, separators=(',', ':'))[:80]})")
-        return self.inner.call(tool, arguments)
-
-
 def _name(query, namer, truth, naming: str, work_dir: Path):
     """Operator: staff and visitors (a visitor's host knows them) from at most 3 crops each.
     Enrolment: staff only (visitors have no enrolled photo), one photo each: the held-out photo
@@ -357,7 +346,7 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
                          run.names_of, run.stats.observations, identity)
         return
     from ..agent.query_agent import AgentParams, QueryAgent
-    from ..agent.tools import StoreMemoryClient
+    from ..agent.tools import RecordingClient, StoreMemoryClient
     from .text_only import TextOnlyPlanner
     marker = data / MEMORY_MARKER
     wanted = {"episode": episode.name, "variant": variant, "naming": naming,

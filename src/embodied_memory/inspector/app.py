@@ -1,0 +1,303 @@
+"""The memory inspector: a FastAPI app over one memory directory (``create_app``).
+
+Pages are rendered on the server (Jinja2 templates under ``templates/``, one stylesheet under
+``static/``, no script from elsewhere). Lists and pictures are read through ``MemoryReader``
+(read-only SQLite); semantic search, questions and the operator's writes (name, merge, forget)
+go through the ``MemoryStore`` the inspector opens, so the memory node must not hold the same
+directory at the same time. ``read_only`` removes every write; ``token`` (set when binding
+beyond loopback) is required on every request; each write is appended to the audit log.
+"""
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+from urllib.parse import quote
+
+import cv2
+from fastapi import FastAPI, Form, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from .audit import AuditLog
+from .map_view import MapView
+from .reader import MemoryReader
+
+log = logging.getLogger(__name__)
+TOKEN_COOKIE = "em_inspect_token"
+PLANNERS = ("auto", "rules", "llm", "full_context")
+THUMB_WIDTH = 240
+
+
+@dataclass
+class InspectorConfig:
+    data_dir: str
+    timezone: str = "UTC"
+    read_only: bool = False
+    token: str = ""                 # required on every request when set
+    planner: str = "rules"          # the Ask page's default
+    llm_base_url: str = ""
+    llm_model: str = ""
+
+
+class Backend:
+    """The store and agent behind the search box, the ask box and the writes (opened lazily:
+    the pages that only list need none of them)."""
+
+    def __init__(self, config: InspectorConfig):
+        self.config = config
+        self._lock = threading.Lock()
+        self._store = None
+        self._agent = None
+        self._recorder = None
+
+    def store(self):
+        with self._lock:
+            if self._store is None:
+                from ..params import StoreParams
+                from ..store import open_store
+                self._store = open_store(StoreParams(data_dir=self.config.data_dir, timezone=self.config.timezone))
+            return self._store
+
+    def ask(self, question: str, planner: str) -> tuple[dict, list[str]]:
+        """The agent's answer and its tool calls (one question at a time: the trace is its own)."""
+        from ..agent.query_agent import AgentParams, QueryAgent
+        from ..agent.tools import RecordingClient, StoreMemoryClient
+        store = self.store()
+        with self._lock:
+            if self._agent is None:
+                self._recorder = RecordingClient(StoreMemoryClient(store))
+                self._agent = QueryAgent(self._recorder, AgentParams(
+                    planner=self.config.planner, timezone=self.config.timezone,
+                    llm_base_url=self.config.llm_base_url, llm_model=self.config.llm_model))
+            self._recorder.calls = []
+            answer = self._agent.ask(question, planner=planner or "").to_dict()
+            return answer, list(self._recorder.calls)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+def _thumbnail(path: Path, box: Optional[list[float]] = None, width: int = THUMB_WIDTH) -> bytes:
+    """A JPEG ``width`` pixels wide of the image (or of ``box``, fractions of it)."""
+    image = cv2.imread(str(path))
+    if image is None:
+        raise HTTPException(404, "image unreadable")
+    if box:
+        h, w = image.shape[:2]
+        x1, y1, x2, y2 = int(box[0] * w), int(box[1] * h), max(int(box[2] * w), int(box[0] * w) + 1), \
+            max(int(box[3] * h), int(box[1] * h) + 1)
+        image = image[y1:y2, x1:x2]
+    scale = width / image.shape[1]
+    if scale < 1:
+        image = cv2.resize(image, (width, max(1, round(image.shape[0] * scale))), interpolation=cv2.INTER_AREA)
+    return cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 80])[1].tobytes()
+
+
+def create_app(config: InspectorConfig) -> FastAPI:
+    reader = MemoryReader(config.data_dir, config.timezone)
+    backend = Backend(config)
+    audit = AuditLog(Path(config.data_dir) / "inspector_audit.jsonl")
+    package = resources.files("embodied_memory.inspector")
+    templates = Jinja2Templates(directory=str(package / "templates"))
+    templates.env.filters["q"] = lambda s: quote(str(s), safe="")
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        backend.close()
+
+    app = FastAPI(title="embodied_memory inspector", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
+    app.mount("/static", StaticFiles(directory=str(package / "static")), name="static")
+    app.state.backend, app.state.reader, app.state.audit = backend, reader, audit
+
+    @app.middleware("http")
+    async def require_token(request: Request, call_next):
+        if config.token:
+            given = (request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE)
+                     or request.headers.get("authorization", "").removeprefix("Bearer ").strip())
+            if not hmac.compare_digest(given or "", config.token):
+                return PlainTextResponse("a token is required (?token=... once, or Authorization: Bearer ...)", 401)
+            response = await call_next(request)
+            if request.query_params.get("token"):
+                response.set_cookie(TOKEN_COOKIE, config.token, httponly=True, samesite="strict")
+            return response
+        return await call_next(request)
+
+    def page(request: Request, name: str, **context) -> HTMLResponse:
+        return templates.TemplateResponse(request, name, {"read_only": config.read_only, "tz": config.timezone,
+                                                          "data_dir": config.data_dir, **context})
+
+    def writable() -> None:
+        if config.read_only:
+            raise HTTPException(403, "the inspector runs --read-only: naming, merging and forgetting are off")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        return templates.TemplateResponse(request, "error.html", {
+            "read_only": config.read_only, "tz": config.timezone, "data_dir": config.data_dir,
+            "status": exc.status_code, "message": exc.detail}, status_code=exc.status_code)
+
+    @app.get("/")
+    def index():
+        return RedirectResponse("/timeline")
+
+    # -- timeline and observations ------------------------------------------------------
+    @app.get("/timeline", response_class=HTMLResponse)
+    def timeline(request: Request, day: str = "", hour: Optional[int] = None, waypoint: str = "", person: str = "",
+                 q: str = ""):
+        days = reader.days()
+        if not day and days and not q:
+            day = days[-1]["day"]
+        results = []
+        if q.strip():
+            store = backend.store()
+            newest = store.latest_observation()
+            now = newest["t"] if newest else time.time()    # hours ago count from the memory's newest keyframe
+            hits = store.semantic_observations(q, person=person or None, n=30, now=now)
+            for hit in hits:
+                obs = reader.observation(hit["id"])
+                if obs:      # the score is HUMEMBR's (lower is better); hours ago is its recency term
+                    results.append({**obs, "score": hit.get("score"), "hours_ago": round((now - hit["t"]) / 3600.0, 1)})
+        observations = [] if q.strip() else reader.observations(day or None, hour, waypoint, person)
+        return page(request, "timeline.html", days=days, day=day, hour=hour, waypoint=waypoint, person=person, q=q,
+                    observations=observations, results=results, waypoints=reader.waypoint_ids(),
+                    people=reader.identities(), names=reader.names())
+
+    @app.get("/observation/{observation_id:path}", response_class=HTMLResponse)
+    def observation(request: Request, observation_id: str):
+        obs = reader.observation(observation_id)
+        if obs is None:
+            raise HTTPException(404, f"no observation {observation_id!r}")
+        return page(request, "observation.html", obs=obs, names=reader.names())
+
+    @app.get("/image/{observation_id:path}")
+    def image(observation_id: str, thumb: int = 0):
+        path = reader.image_path(observation_id)
+        if path is None:
+            raise HTTPException(404, "no stored image for this observation")
+        if thumb:
+            return Response(_thumbnail(path), media_type="image/jpeg", headers={"Cache-Control": "max-age=3600"})
+        return FileResponse(path, media_type="image/jpeg")
+
+    @app.get("/crop/{sighting_id}")
+    def crop(sighting_id: int):
+        found = reader.crop_of(sighting_id)
+        if found is None:
+            raise HTTPException(404, "no stored crop or keyframe for this sighting")
+        return Response(_thumbnail(*found, width=160), media_type="image/jpeg")
+
+    # -- map ------------------------------------------------------------------------------
+    @app.get("/map", response_class=HTMLResponse)
+    def map_page(request: Request, day: str = "", person: str = "", color: str = "time", episode: str = ""):
+        points = reader.map_points(day, person)
+        grids = reader.occupancy_maps()
+        grid = next((g for g in grids if g["episode"] == episode), grids[0] if grids else None)
+        view = MapView.fit(points, grid)
+        return page(request, "map.html", view=view, points=points, day=day, person=person, color=color, grid=grid,
+                    grids=grids, days=reader.days(), people=reader.identities(), names=reader.names())
+
+    @app.get("/occupancy/{episode:path}.png")
+    def occupancy_png(episode: str):
+        grid = reader.occupancy_grid(episode)
+        if grid is None:
+            raise HTTPException(404, f"no occupancy map for episode {episode!r}")
+        return Response(MapView.grid_png(grid), media_type="image/png")
+
+    # -- people -----------------------------------------------------------------------------
+    @app.get("/people", response_class=HTMLResponse)
+    def people(request: Request, message: str = ""):
+        people = reader.identities()
+        for p in people:
+            p["crops"] = (reader.identity(p["person"], crops=3) or {}).get("crops", [])
+        return page(request, "people.html", people=people, message=message)
+
+    @app.get("/people/{person}", response_class=HTMLResponse)
+    def person_page(request: Request, person: str, message: str = ""):
+        ident = reader.identity(person)
+        if ident is None:
+            raise HTTPException(404, f"no identity {person!r} (forgotten, merged or never seen)")
+        return page(request, "person.html", p=ident, message=message,
+                    others=[i for i in reader.identities() if i["person"] != person])
+
+    @app.post("/people/{person}/name")
+    def name_person(person: str, name: str = Form("")):
+        writable()
+        from ..store.errors import UnknownPersonError
+        try:
+            kept = backend.store().name_identity(person, name.strip())
+        except UnknownPersonError as exc:
+            raise HTTPException(404, str(exc)) from exc
+        audit.write("name", person=person, name=name.strip(), kept=kept)
+        said = f"named {person} {name.strip()!r}" + (f" (merged into {kept}, already called so)" if kept != person else "")
+        return RedirectResponse(f"/people/{quote(kept)}?message={quote(said)}", status_code=303)
+
+    @app.post("/people/{person}/merge")
+    def merge_person(person: str, into: str = Form(...)):
+        writable()
+        if reader.identity(into) is None or reader.identity(person) is None:
+            raise HTTPException(404, f"cannot merge {person!r} into {into!r}: unknown identity")
+        moved = backend.store().merge_identities(person, into)
+        audit.write("merge", person=person, into=into, sightings_moved=moved)
+        return RedirectResponse(f"/people/{quote(into)}?message={quote(f'merged {person} into {into}: {moved} sightings moved')}",
+                                status_code=303)
+
+    @app.get("/people/{person}/forget", response_class=HTMLResponse)
+    def forget_preview(request: Request, person: str):
+        writable()
+        ident = reader.identity(person)
+        if ident is None:
+            raise HTTPException(404, f"no identity {person!r}")
+        preview = backend.store().forget_identity(person, dry_run=True)
+        return page(request, "forget.html", p=ident, preview=preview)
+
+    @app.post("/people/{person}/forget", response_class=HTMLResponse)
+    def forget_person(request: Request, person: str, confirm: str = Form("")):
+        writable()
+        if confirm.strip() != person:
+            raise HTTPException(400, f"type the identity id {person!r} to confirm; nothing was deleted")
+        result = backend.store().forget_identity(person)
+        audit.write("forget", person=person, **{k: v for k, v in result.items() if k != "dry_run"})
+        remaining = reader.remaining_of(person, result.get("aliases", []))
+        return page(request, "forgotten.html", person=person, result=result, remaining=remaining)
+
+    # -- ask, exploration, health ------------------------------------------------------------
+    @app.get("/ask", response_class=HTMLResponse)
+    def ask_form(request: Request):
+        return page(request, "ask.html", question="", answer=None, calls=[], planner=config.planner, planners=PLANNERS,
+                    names=reader.names())
+
+    @app.post("/ask", response_class=HTMLResponse)
+    def ask(request: Request, question: str = Form(...), planner: str = Form("")):
+        if planner and planner not in PLANNERS:
+            raise HTTPException(400, f"planner: unknown {planner!r} ({', '.join(PLANNERS)})")
+        answer, calls = backend.ask(question, planner)
+        evidence = [o for o in (reader.observation(e) for e in answer.get("evidence", [])[:12]) if o]
+        return page(request, "ask.html", question=question, answer=answer, calls=calls, evidence=evidence,
+                    planner=planner or config.planner, planners=PLANNERS, names=reader.names())
+
+    @app.get("/exploration", response_class=HTMLResponse)
+    def exploration(request: Request):
+        episodes, grids = reader.episodes(), {g["episode"]: g for g in reader.occupancy_maps()}
+        for e in episodes:
+            e["path"] = reader.episode_path(e["episode"])
+            e["grid"] = grids.get(e["episode"])
+            e["view"] = MapView.fit({"observations": e["path"], "sightings": [], "waypoints": []}, e["grid"])
+        return page(request, "exploration.html", episodes=episodes, rules=reader.rules())
+
+    @app.get("/health", response_class=HTMLResponse)
+    def health(request: Request):
+        return page(request, "health.html", h=reader.health(), rates=reader.ingest_rates(),
+                    audit=audit.tail(20))
+
+    return app

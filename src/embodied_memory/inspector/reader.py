@@ -1,0 +1,295 @@
+"""What the inspector's pages show, read from a memory directory over a read-only SQLite
+connection (``mode=ro``: a page view never writes; WAL lets it read while the memory writes).
+
+Every method returns plain dicts (the pages' rows); times are shown in the memory's time zone.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+import threading
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Optional
+from zoneinfo import ZoneInfo
+
+DB_NAME = "memory.sqlite3"
+TABLES = ("episodes", "observations", "regions", "sightings", "identities", "identity_aliases",
+          "forgotten_identities", "summaries", "rules", "occupancy_maps")
+_OBS = "id, observation_id, t, episode_id, waypoint_id, x, y, z, yaw, frame_id, description, image_path, persons"
+
+
+class MemoryNotFound(FileNotFoundError):
+    pass
+
+
+def image_size(path: Optional[Path]) -> Optional[tuple[int, int]]:
+    """(width, height) of a stored image, None when unreadable."""
+    import cv2
+    image = cv2.imread(str(path)) if path else None
+    return None if image is None else (image.shape[1], image.shape[0])
+
+
+def normalised_box(row, size: Optional[tuple[int, int]]) -> list[float]:
+    """x1, y1, x2, y2 as fractions of the image (boxes are stored in pixels, or already as
+    fractions), clipped to it."""
+    box = [row["x1"] or 0.0, row["y1"] or 0.0, row["x2"] or 0.0, row["y2"] or 0.0]
+    if size and max(box) > 1.5:
+        box = [box[0] / size[0], box[1] / size[1], box[2] / size[0], box[3] / size[1]]
+    return [round(min(max(v, 0.0), 1.0), 4) for v in box]
+
+
+class MemoryReader:
+    """Read-only views of the memory in ``data_dir`` (one connection per thread)."""
+
+    def __init__(self, data_dir: str | Path, timezone: str = "UTC"):
+        self.data_dir = Path(data_dir).expanduser()
+        self.db = self.data_dir / DB_NAME
+        if not self.db.exists():
+            raise MemoryNotFound(f"no memory in {self.data_dir} ({DB_NAME} is missing): pass the memory node's "
+                                 f"data_dir (--data-dir)")
+        self.tz = ZoneInfo(timezone)
+        self._local = threading.local()
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5.0, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+        return conn
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        return self._conn().execute(sql, args).fetchall()
+
+    # -- formatting ------------------------------------------------------------------------
+    def local(self, t: Optional[float]) -> Optional[dt.datetime]:
+        return None if t is None else dt.datetime.fromtimestamp(t, tz=self.tz)
+
+    def day_of(self, t: float) -> str:
+        return self.local(t).date().isoformat()
+
+    def day_bounds(self, day: str) -> tuple[float, float]:
+        start = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(), tzinfo=self.tz)
+        end = dt.datetime.combine(start.date() + dt.timedelta(days=1), dt.time(), tzinfo=self.tz)
+        return start.timestamp(), end.timestamp()
+
+    def _observation(self, row: sqlite3.Row) -> dict:
+        local = self.local(row["t"])
+        return {"id": row["observation_id"], "row": row["id"], "t": row["t"], "time": local.isoformat(timespec="seconds"),
+                "clock": local.strftime("%H:%M:%S"), "day": local.date().isoformat(), "episode": row["episode_id"],
+                "waypoint": row["waypoint_id"] or "", "frame": row["frame_id"] or "",
+                "position": None if row["x"] is None else [round(row["x"], 2), round(row["y"], 2), round(row["z"] or 0, 2)],
+                "yaw": None if row["yaw"] is None else round(row["yaw"], 3),
+                "description": row["description"] or "", "has_image": bool(row["image_path"]),
+                "persons": [p for p in (row["persons"] or "").split(",") if p]}
+
+    # -- timeline --------------------------------------------------------------------------
+    def days(self) -> list[dict]:
+        """Every day with keyframes: count and keyframes per hour (0-23)."""
+        hours: dict[str, Counter] = defaultdict(Counter)
+        for (t,) in self._rows("SELECT t FROM observations"):
+            local = self.local(t)
+            hours[local.date().isoformat()][local.hour] += 1
+        return [{"day": day, "count": sum(c.values()), "hours": [c.get(h, 0) for h in range(24)]}
+                for day, c in sorted(hours.items())]
+
+    def observations(self, day: Optional[str] = None, hour: Optional[int] = None, waypoint: str = "",
+                     person: str = "", limit: int = 200) -> list[dict]:
+        sql, args = f"SELECT {_OBS} FROM observations WHERE 1", []
+        if day:
+            t0, t1 = self.day_bounds(day)
+            if hour is not None:
+                t0 = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(hour), tzinfo=self.tz).timestamp()
+                t1 = t0 + 3600.0
+            sql, args = sql + " AND t >= ? AND t < ?", args + [t0, t1]
+        if waypoint:
+            sql, args = sql + " AND waypoint_id = ?", args + [waypoint]
+        if person:
+            sql, args = sql + " AND id IN (SELECT obs FROM sightings WHERE identity_id = ?)", args + [person]
+        return [self._observation(r) for r in self._rows(sql + " ORDER BY t LIMIT ?", tuple(args + [limit]))]
+
+    def observation(self, observation_id: str) -> Optional[dict]:
+        """One observation with its sightings (boxes) and regions, boxes as fractions of the image."""
+        row = self._conn().execute(f"SELECT {_OBS} FROM observations WHERE observation_id = ?",
+                                   (observation_id,)).fetchone()
+        if row is None:
+            return None
+        obs = self._observation(row)
+        names = self.names()
+        size = image_size(self._inside(row["image_path"])) if row["image_path"] else None
+        box = lambda r: normalised_box(r, size)  # noqa: E731
+        obs["sightings"] = [{"id": s["id"], "person": s["identity_id"] or "", "name": names.get(s["identity_id"], ""),
+                             "box": box(s), "confidence": s["confidence"],
+                             "activity": s["activity"] or "", "clothing": s["clothing"] or "",
+                             "position": None if s["px"] is None else [round(s["px"], 2), round(s["py"], 2)]}
+                            for s in self._rows("SELECT * FROM sightings WHERE obs = ? ORDER BY id", (row["id"],))]
+        obs["regions"] = [{"label": r["label"] or "", "score": r["score"], "box": box(r)}
+                          for r in self._rows("SELECT label, score, x1, y1, x2, y2 FROM regions WHERE obs = ?",
+                                              (row["id"],))]
+        return obs
+
+    def image_path(self, observation_id: str) -> Optional[Path]:
+        row = self._conn().execute("SELECT image_path FROM observations WHERE observation_id = ?",
+                                   (observation_id,)).fetchone()
+        return self._inside(row["image_path"]) if row and row["image_path"] else None
+
+    def crop_of(self, sighting_id: int) -> Optional[tuple[Path, Optional[list[float]]]]:
+        """A sighting's stored crop (path, None), else its keyframe and the box to cut from it
+        (fractions of the image)."""
+        row = self._conn().execute("SELECT s.crop_path, s.x1, s.y1, s.x2, s.y2, o.image_path FROM sightings s JOIN "
+                                   "observations o ON o.id = s.obs WHERE s.id = ?", (sighting_id,)).fetchone()
+        if row is None:
+            return None
+        if row["crop_path"] and (crop := self._inside(row["crop_path"])):
+            return crop, None
+        image = self._inside(row["image_path"]) if row["image_path"] else None
+        return (image, normalised_box(row, image_size(image))) if image else None
+
+    def _inside(self, path: str) -> Optional[Path]:
+        """A stored file path, only when it lies in the memory directory (and exists)."""
+        p = Path(path)
+        p = p if p.is_absolute() else self.data_dir / p
+        try:
+            p = p.resolve(strict=True)
+            p.relative_to(self.data_dir.resolve())
+        except (OSError, ValueError):
+            return None
+        return p
+
+    def waypoint_ids(self) -> list[str]:
+        return [r[0] for r in self._rows("SELECT DISTINCT waypoint_id FROM observations WHERE waypoint_id IS NOT NULL "
+                                         "AND waypoint_id != '' ORDER BY waypoint_id")]
+
+    # -- people ----------------------------------------------------------------------------
+    def names(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self._rows("SELECT identity_id, display_name FROM identities") if r[1]}
+
+    def identities(self) -> list[dict]:
+        """Each identity with first/last seen, sighting count and days seen."""
+        out = []
+        for r in self._rows("SELECT i.identity_id, i.display_name, COUNT(s.id) AS n, MIN(s.t) AS first, "
+                            "MAX(s.t) AS last FROM identities i LEFT JOIN sightings s ON s.identity_id = "
+                            "i.identity_id GROUP BY i.identity_id ORDER BY i.identity_id"):
+            out.append({"person": r["identity_id"], "name": r["display_name"] or "", "sightings": r["n"],
+                        "first": self._fmt(r["first"]), "last": self._fmt(r["last"])})
+        return out
+
+    def identity(self, person: str, crops: int = 6) -> Optional[dict]:
+        found = [i for i in self.identities() if i["person"] == person]
+        if not found:
+            return None
+        ident = found[0]
+        per_day: Counter = Counter()
+        for (t,) in self._rows("SELECT t FROM sightings WHERE identity_id = ?", (person,)):
+            per_day[self.day_of(t)] += 1
+        ident["per_day"] = sorted(per_day.items())
+        # best crops: the most confident sightings with a crop, else their keyframes
+        best = self._rows("SELECT s.id, s.crop_path, s.confidence, o.observation_id, o.image_path FROM sightings s "
+                          "JOIN observations o ON o.id = s.obs WHERE s.identity_id = ? AND (s.crop_path IS NOT NULL OR "
+                          "o.image_path IS NOT NULL) ORDER BY "
+                          "COALESCE(s.confidence, 0) DESC, s.t DESC LIMIT ?", (person, crops))
+        ident["crops"] = [{"sighting": b["id"], "observation": b["observation_id"], "has_crop": bool(b["crop_path"])}
+                          for b in best]
+        ident["aliases"] = [r[0] for r in self._rows("SELECT alias_id FROM identity_aliases WHERE identity_id = ?",
+                                                     (person,))]
+        return ident
+
+    def _fmt(self, t: Optional[float]) -> str:
+        return self.local(t).strftime("%Y-%m-%d %H:%M") if t is not None else ""
+
+    # -- map -------------------------------------------------------------------------------
+    def map_points(self, day: str = "", person: str = "") -> dict:
+        """Observation positions (with time), sighting positions (with person), waypoints (mean
+        position) and a person's path over the day, all in the stored frame."""
+        where, args = "", ()
+        if day:
+            where, args = " AND t >= ? AND t < ?", self.day_bounds(day)
+        obs = [{"id": r["observation_id"], "x": r["x"], "y": r["y"], "t": r["t"], "frame": r["frame_id"] or ""}
+               for r in self._rows(f"SELECT observation_id, x, y, t, frame_id FROM observations WHERE x IS NOT NULL"
+                                   f"{where} ORDER BY t", args)]
+        sightings = [{"person": r["identity_id"] or "", "x": r["px"], "y": r["py"], "t": r["t"]}
+                     for r in self._rows(f"SELECT identity_id, px, py, t FROM sightings WHERE px IS NOT NULL{where} "
+                                         f"ORDER BY t", args)]
+        waypoints = [{"id": r[0], "x": r[1], "y": r[2], "n": r[3]} for r in self._rows(
+            "SELECT waypoint_id, AVG(x), AVG(y), COUNT(*) FROM observations WHERE x IS NOT NULL AND waypoint_id "
+            "IS NOT NULL AND waypoint_id != '' GROUP BY waypoint_id ORDER BY waypoint_id")]
+        path = [s for s in sightings if s["person"] == person] if person else []
+        frames = sorted({o["frame"] for o in obs if o["frame"]})
+        return {"observations": obs, "sightings": sightings, "waypoints": waypoints, "path": path, "frames": frames}
+
+    def occupancy_maps(self) -> list[dict]:
+        return [{"episode": r[0], "resolution": r[1], "origin": [r[2], r[3]], "width": r[4], "height": r[5]}
+                for r in self._rows("SELECT episode_id, resolution, origin_x, origin_y, width, height FROM "
+                                    "occupancy_maps ORDER BY updated DESC")]
+
+    def occupancy_grid(self, episode: str):
+        import numpy as np
+        row = self._conn().execute("SELECT width, height, data FROM occupancy_maps WHERE episode_id = ?",
+                                   (episode,)).fetchone()
+        if row is None:
+            return None
+        return np.frombuffer(row["data"], dtype=np.int8).reshape(row["height"], row["width"])
+
+    # -- exploration and health ------------------------------------------------------------
+    def episodes(self) -> list[dict]:
+        counts = {r[0]: r[1] for r in self._rows("SELECT episode_id, COUNT(*) FROM observations GROUP BY episode_id")}
+        maps = {m["episode"] for m in self.occupancy_maps()}
+        return [{"episode": r["episode_id"], "name": r["name"] or "", "world": r["world"] or "",
+                 "start": self._fmt(r["start"]), "end": self._fmt(r["end"]), "observations": counts.get(r["episode_id"], 0),
+                 "has_map": r["episode_id"] in maps}
+                for r in self._rows("SELECT * FROM episodes ORDER BY start")]
+
+    def episode_path(self, episode: str) -> list[dict]:
+        """An episode's keyframe positions in time order (the exploration page's path)."""
+        return [{"x": r[0], "y": r[1], "t": r[2]} for r in self._rows(
+            "SELECT x, y, t FROM observations WHERE episode_id = ? AND x IS NOT NULL ORDER BY t", (episode,))]
+
+    def rules(self) -> list[dict]:
+        return [{"kind": r["kind"] or "", "key": r["key"] or "", "condition": r["condition"] or "",
+                 "action": r["action"] or "", "episode": r["episode_id"] or ""}
+                for r in self._rows("SELECT kind, key, condition, action, episode_id FROM rules ORDER BY created")]
+
+    def health(self) -> dict:
+        """Rows per table, bytes on disk per file, schema version and vector snapshot state."""
+        rows = {}
+        for table in TABLES:
+            try:
+                rows[table] = self._conn().execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            except sqlite3.OperationalError:      # a table an older schema lacks
+                rows[table] = None
+        meta = {r[0]: r[1] for r in self._rows("SELECT key, value FROM meta")}
+        files = sorted(((p.name, p.stat().st_size) for p in self.data_dir.iterdir() if p.is_file()),
+                       key=lambda f: -f[1])
+        vectors = {kind: self._conn().execute(f"SELECT COUNT(*) FROM observations WHERE {kind}_emb IS NOT NULL")
+                   .fetchone()[0] for kind in ("text", "image")}
+        t = self._conn().execute("SELECT MIN(t), MAX(t) FROM observations").fetchone()
+        return {"rows": rows, "meta": meta, "files": files, "bytes_on_disk": sum(size for _, size in files),
+                "rows_with_vectors": vectors, "oldest": self._fmt(t[0]), "newest": self._fmt(t[1]),
+                "snapshots": sorted(p.name for p in self.data_dir.glob("*.faiss"))}
+
+    def remaining_of(self, person: str, aliases: list[str] = ()) -> dict:
+        """What still names ``person`` (or its aliases) after a forget: every count should be 0."""
+        ids = [person, *aliases]
+        marks = ",".join("?" * len(ids))
+        likes = " OR ".join("persons LIKE ?" for _ in ids)
+        return {"identities": self._conn().execute(f"SELECT COUNT(*) FROM identities WHERE identity_id IN ({marks})",
+                                                   ids).fetchone()[0],
+                "sightings": self._conn().execute(f"SELECT COUNT(*) FROM sightings WHERE identity_id IN ({marks})",
+                                                  ids).fetchone()[0],
+                "observations listing it": self._conn().execute(
+                    f"SELECT COUNT(*) FROM observations WHERE {likes}", [f"%{i}%" for i in ids]).fetchone()[0],
+                "summaries": self._conn().execute(f"SELECT COUNT(*) FROM summaries WHERE identity_id IN ({marks})",
+                                                  ids).fetchone()[0]}
+
+    def ingest_rates(self) -> list[dict]:
+        """Keyframes and sightings per hour over the newest day with data (what ingest kept)."""
+        days = self.days()
+        if not days:
+            return []
+        day = days[-1]["day"]
+        sightings: Counter = Counter()
+        for (t,) in self._rows("SELECT t FROM sightings WHERE t >= ? AND t < ?", self.day_bounds(day)):
+            sightings[self.local(t).hour] += 1
+        return [{"day": day, "hour": h, "keyframes": n, "sightings": sightings.get(h, 0)}
+                for h, n in enumerate(days[-1]["hours"]) if n]

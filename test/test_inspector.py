@@ -1,0 +1,227 @@
+"""The memory inspector in a real browser (Debian's headless Chromium driven by Playwright) against
+a memory built from a simulated day of the small office (its identities named by the operator
+step), served by ``embodied-memory inspect`` as a process. Screenshots of every page, at a desk
+and a phone viewport, go to test/screenshots/inspector/ (README shows them)."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, VENV_BIN
+
+pytestmark = pytest.mark.integration
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = REPO / "test" / "screenshots" / "inspector"
+DESK, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
+PAGES = ("timeline", "map", "people", "ask", "exploration", "health")
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory):
+    """A simulated day ingested by the default pipeline, identities named from stored crops."""
+    from embodied_memory.evaluation.runner import run_eval
+    from embodied_memory.sim.episode import EpisodeConfig
+    os.environ.setdefault("EMBODIED_MEMORY_CACHE", str(tmp_path_factory.mktemp("cache")))
+    out = tmp_path_factory.mktemp("inspect")
+    run_eval(out, EpisodeConfig(seed=0, days=1, people=2), planners=("rules",), variants=("psfr",), per_type=1,
+             progress=False, phrasings=("dev",))
+    return out / "memory_psfr"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(data_dir: Path, *extra: str, env: dict | None = None):
+    port = _free_port()
+    proc = subprocess.Popen([str(VENV_BIN / "embodied-memory"), "inspect", "--data-dir", str(data_dir),
+                             "--port", str(port), *extra], env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"inspect exited {proc.returncode}: {proc.stdout.read()}")
+        try:
+            urllib.request.urlopen(url + "/health", timeout=2)
+            return proc, url
+        except urllib.error.HTTPError:       # served, but refused (token): it is up
+            return proc, url
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise AssertionError("inspect did not serve within 60 s")
+
+
+@pytest.fixture(scope="module")
+def server(memory):
+    proc, url = _serve(memory)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"needs Chromium at {CHROMIUM} (Debian package chromium; scripts/test.sh installs it)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=DESK)
+    p = context.new_page()
+    p.errors = []
+    p.on("console", lambda m: p.errors.append(m.text) if m.type == "error" else None)
+    p.on("pageerror", lambda e: p.errors.append(str(e)))
+    yield p
+    context.close()
+
+
+def _store_rows(memory: Path, sql: str, args=()) -> list:
+    with sqlite3.connect(f"file:{memory / 'memory.sqlite3'}?mode=ro", uri=True) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+@pytest.mark.parametrize("viewport", ["desk", "phone"])
+def test_every_page_loads_without_console_errors_and_fits_the_viewport(browser, server, viewport):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport=DESK if viewport == "desk" else PHONE)
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    for name in PAGES:
+        response = page.goto(f"{server}/{name}")
+        assert response.status == 200, name
+        page.wait_for_load_state("networkidle")
+        assert page.locator("h1").first.is_visible(), name
+        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"{name} is {overflow} px wider than a {viewport} viewport"
+        page.screenshot(path=str(SHOTS / f"{name}_{viewport}.png"), full_page=viewport == "desk" and name != "timeline")
+    context.close()
+    assert errors == [], errors
+
+
+def test_the_timeline_lists_keyframes_and_an_observation_shows_its_pose_and_people(page, server, memory):
+    page.goto(f"{server}/timeline")
+    thumbs = page.locator(".thumb")
+    stored = _store_rows(memory, "SELECT COUNT(*) FROM observations")[0][0]
+    assert 0 < thumbs.count() <= stored
+    # the thumbnails in view are decoded images (the others load lazily, when scrolled to)
+    page.wait_for_function("[...document.querySelectorAll('.thumb img')].slice(0, 4)"
+                           ".every(i => i.complete && i.naturalWidth > 0)", timeout=15000)
+    with_person = _store_rows(memory, "SELECT o.observation_id FROM observations o JOIN sightings s ON s.obs = o.id "
+                                      "LIMIT 1")[0][0]
+    page.goto(f"{server}/observation/{with_person}")
+    assert "Pose" in page.content() and page.locator(".box.person").count() >= 1
+    page.screenshot(path=str(SHOTS / "observation_desk.png"))
+
+
+def test_a_search_returns_thumbnails_with_their_recency_score(page, server):
+    page.goto(f"{server}/timeline")
+    page.fill("input[name=q]", "a person in the office")
+    page.click("form.filters button")
+    page.wait_for_load_state("networkidle")
+    assert page.locator(".thumb img").count() >= 3
+    assert page.locator(".thumb .score").first.inner_text().startswith("score ")
+    assert not page.errors, page.errors
+    page.screenshot(path=str(SHOTS / "search_desk.png"))
+
+
+def test_the_ask_box_answers_with_evidence_and_a_tool_trace(page, server, memory):
+    name = _store_rows(memory, "SELECT display_name FROM identities WHERE display_name != '' LIMIT 1")[0][0]
+    page.goto(f"{server}/ask")
+    page.fill("input[name=question]", f"Where did you last see {name}?")
+    page.click("form.ask button")
+    page.wait_for_selector(".answer")
+    assert page.locator(".answer").get_attribute("data-status") == "ok", page.locator(".answer .text").inner_text()
+    assert name in page.locator(".answer .text").inner_text()
+    assert page.locator(".answer .thumb img").count() >= 1
+    assert page.locator("ol.trace li code").count() >= 1
+    page.screenshot(path=str(SHOTS / "ask_answer_desk.png"), full_page=True)
+
+
+def test_an_identity_is_renamed_then_forgotten_through_the_page_and_the_store_shows_it(page, server, memory):
+    person = _store_rows(memory, "SELECT identity_id FROM identities ORDER BY identity_id DESC LIMIT 1")[0][0]
+    assert _store_rows(memory, "SELECT COUNT(*) FROM sightings WHERE identity_id = ?", (person,))[0][0] > 0
+    page.goto(f"{server}/people/{person}")
+    page.fill("input[name=name]", "Ursula Tester")
+    page.click("text=Save name")
+    page.wait_for_selector(".message")
+    assert _store_rows(memory, "SELECT display_name FROM identities WHERE identity_id = ?", (person,)) == \
+        [("Ursula Tester",)]
+    page.click("text=Forget this person")
+    assert int(page.locator("[data-count=sightings]").inner_text()) > 0
+    page.fill("input[name=confirm]", "wrong id")
+    page.click("button.danger")
+    assert "nothing was deleted" in page.content()
+    page.errors.clear()           # the refusal's 400, logged by the browser
+    assert _store_rows(memory, "SELECT COUNT(*) FROM sightings WHERE identity_id = ?", (person,))[0][0] > 0
+    page.go_back()
+    page.fill("input[name=confirm]", person)
+    page.click("button.danger")
+    page.wait_for_selector("text=Nothing remains")
+    assert _store_rows(memory, "SELECT COUNT(*) FROM sightings WHERE identity_id = ?", (person,))[0][0] == 0
+    assert _store_rows(memory, "SELECT COUNT(*) FROM identities WHERE identity_id = ?", (person,))[0][0] == 0
+    assert _store_rows(memory, "SELECT COUNT(*) FROM observations WHERE description LIKE '%Ursula%'")[0][0] == 0
+    audit = (memory / "inspector_audit.jsonl").read_text()
+    assert '"action": "name"' in audit and '"action": "forget"' in audit and person in audit
+    page.goto(f"{server}/people")
+    assert page.locator(f"[data-person='{person}']").count() == 0
+    assert not page.errors, page.errors
+
+
+def _status(url: str, data: bytes | None = None, headers: dict | None = None) -> int:
+    try:
+        return urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers or {}), timeout=30).status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_read_only_has_no_writes_and_a_token_guards_every_request(memory, tmp_path):
+    proc, url = _serve(memory, "--read-only")
+    try:
+        person = _store_rows(memory, "SELECT identity_id FROM identities LIMIT 1")[0][0]
+        assert "Save name" not in urllib.request.urlopen(f"{url}/people/{person}").read().decode()
+        assert _status(f"{url}/people/{person}/name", b"name=X") == 403
+        assert _store_rows(memory, "SELECT display_name FROM identities WHERE identity_id = ?", (person,))[0][0] != "X"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    token = "t0ken-for-the-inspector-test"
+    proc, url = _serve(memory, env={"EMBODIED_MEMORY_INSPECT_TOKEN": token})
+    try:
+        assert _status(f"{url}/timeline") == 401
+        assert _status(f"{url}/image/x?thumb=1") == 401
+        assert _status(f"{url}/timeline", headers={"Authorization": f"Bearer {token}"}) == 200
+        assert _status(f"{url}/timeline?token={token}") == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    # beyond loopback without a token: refused before serving anything
+    bad = subprocess.run([str(VENV_BIN / "embodied-memory"), "inspect", "--data-dir", str(memory), "--host", "0.0.0.0"],
+                         capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items()
+                                                                           if k != "EMBODIED_MEMORY_INSPECT_TOKEN"})
+    assert bad.returncode == 2 and "EMBODIED_MEMORY_INSPECT_TOKEN" in bad.stderr
+    missing = subprocess.run([str(VENV_BIN / "embodied-memory"), "inspect", "--data-dir", str(tmp_path / "none")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "data_dir" in missing.stderr
