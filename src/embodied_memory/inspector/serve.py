@@ -42,6 +42,9 @@ def add_inspect_arguments(p) -> None:
                    help="the ask page's default planner")
     p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint for the llm planner")
     p.add_argument("--llm-model", default="")
+    p.add_argument("--foxglove", action="store_true",
+                   help="also serve the memory as live Foxglove layers (foxglove-sdk WebSocket on 127.0.0.1)")
+    p.add_argument("--foxglove-port", type=int, default=8765, help="the Foxglove WebSocket port")
 
 
 def cmd_inspect(args) -> int:
@@ -63,5 +66,13 @@ def cmd_inspect(args) -> int:
         raise ConfigError(str(exc)) from exc
     log.info("inspector on http://%s:%d/ (%s%s)", args.host, args.port, config.data_dir,
              ", read-only" if config.read_only else "")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    layers = None
+    if args.foxglove:      # loopback only: the Foxglove protocol carries no token
+        from .foxglove_layers import FoxgloveLayers
+        layers = FoxgloveLayers(app.state.reader, port=args.foxglove_port).start()
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        if layers is not None:
+            layers.stop()
     return 0
