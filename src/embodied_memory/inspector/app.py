@@ -10,6 +10,7 @@ beyond loopback) is required on every request; each write is appended to the aud
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hmac
 import logging
 import threading
@@ -22,13 +23,14 @@ from urllib.parse import quote
 
 import cv2
 from fastapi import FastAPI, Form, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from .audit import AuditLog
 from .map_view import MapView
-from .reader import MemoryReader
+from .reader import PAGE_SIZE, MemoryReader
 
 log = logging.getLogger(__name__)
 TOKEN_COOKIE = "em_inspect_token"
@@ -104,6 +106,15 @@ def _thumbnail(path: Path, box: Optional[list[float]] = None, width: int = THUMB
     return cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 80])[1].tobytes()
 
 
+def check_day(day: str) -> None:
+    """A day filter: "all", "" or YYYY-MM-DD (else 400)."""
+    if day not in ("", "all"):
+        try:
+            dt.date.fromisoformat(day)
+        except ValueError:
+            raise HTTPException(400, f"day {day!r}: expected YYYY-MM-DD") from None
+
+
 def create_app(config: InspectorConfig) -> FastAPI:
     reader = MemoryReader(config.data_dir, config.timezone)
     backend = Backend(config)
@@ -148,17 +159,25 @@ def create_app(config: InspectorConfig) -> FastAPI:
             "read_only": config.read_only, "tz": config.timezone, "data_dir": config.data_dir,
             "status": exc.status_code, "message": exc.detail}, status_code=exc.status_code)
 
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError):
+        said = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ())[1:])}: {e.get('msg', '')}" for e in exc.errors())
+        return await http_error(request, HTTPException(400, f"bad request: {said}"))
+
     @app.get("/")
     def index():
         return RedirectResponse("/timeline")
 
     # -- timeline and observations ------------------------------------------------------
     @app.get("/timeline", response_class=HTMLResponse)
-    def timeline(request: Request, day: str = "", hour: Optional[int] = None, waypoint: str = "", person: str = "",
-                 q: str = ""):
+    def timeline(request: Request, day: Optional[str] = None, hour: Optional[int] = None, waypoint: str = "",
+                 person: str = "", q: str = "", offset: int = 0):
         days = reader.days()
-        if not day and days and not q:
-            day = days[-1]["day"]
+        if day is None:                  # no choice yet: the newest day ("all": every day)
+            day = days[-1]["day"] if days and not q else "all"
+        check_day(day)
+        if hour is not None and not 0 <= hour <= 23:
+            raise HTTPException(400, f"hour {hour}: 0 to 23")
         results = []
         if q.strip():
             store = backend.store()
@@ -169,8 +188,10 @@ def create_app(config: InspectorConfig) -> FastAPI:
                 obs = reader.observation(hit["id"])
                 if obs:      # the score is HUMEMBR's (lower is better); hours ago is its recency term
                     results.append({**obs, "score": hit.get("score"), "hours_ago": round((now - hit["t"]) / 3600.0, 1)})
-        observations = [] if q.strip() else reader.observations(day or None, hour, waypoint, person)
+        observations = [] if q.strip() else reader.observations(None if day == "all" else day, hour, waypoint,
+                                                                    person, offset=max(offset, 0))
         return page(request, "timeline.html", days=days, day=day, hour=hour, waypoint=waypoint, person=person, q=q,
+                    offset=max(offset, 0), page_size=PAGE_SIZE,
                     observations=observations, results=results, waypoints=reader.waypoint_ids(),
                     people=reader.identities(), names=reader.names())
 
@@ -200,6 +221,10 @@ def create_app(config: InspectorConfig) -> FastAPI:
     # -- map ------------------------------------------------------------------------------
     @app.get("/map", response_class=HTMLResponse)
     def map_page(request: Request, day: str = "", person: str = "", color: str = "time", episode: str = ""):
+        check_day(day)
+        if color not in ("time", "person"):
+            raise HTTPException(400, f"color {color!r}: time or person")
+        day = "" if day == "all" else day
         points = reader.map_points(day, person)
         grids = reader.occupancy_maps()
         grid = next((g for g in grids if g["episode"] == episode), grids[0] if grids else None)

@@ -14,6 +14,7 @@ from typing import Optional
 from zoneinfo import ZoneInfo
 
 DB_NAME = "memory.sqlite3"
+PAGE_SIZE = 200                 # keyframes per timeline page
 TABLES = ("episodes", "observations", "regions", "sightings", "identities", "identity_aliases",
           "forgotten_identities", "summaries", "rules", "occupancy_maps")
 _OBS = "id, observation_id, t, episode_id, waypoint_id, x, y, z, yaw, frame_id, description, image_path, persons"
@@ -95,7 +96,7 @@ class MemoryReader:
                 for day, c in sorted(hours.items())]
 
     def observations(self, day: Optional[str] = None, hour: Optional[int] = None, waypoint: str = "",
-                     person: str = "", limit: int = 200) -> list[dict]:
+                     person: str = "", limit: int = PAGE_SIZE, offset: int = 0) -> list[dict]:
         sql, args = f"SELECT {_OBS} FROM observations WHERE 1", []
         if day:
             t0, t1 = self.day_bounds(day)
@@ -107,7 +108,8 @@ class MemoryReader:
             sql, args = sql + " AND waypoint_id = ?", args + [waypoint]
         if person:
             sql, args = sql + " AND id IN (SELECT obs FROM sightings WHERE identity_id = ?)", args + [person]
-        return [self._observation(r) for r in self._rows(sql + " ORDER BY t LIMIT ?", tuple(args + [limit]))]
+        return [self._observation(r) for r in self._rows(sql + " ORDER BY t LIMIT ? OFFSET ?",
+                                                         tuple(args + [limit, offset]))]
 
     def observation(self, observation_id: str) -> Optional[dict]:
         """One observation with its sightings (boxes) and regions, boxes as fractions of the image."""
