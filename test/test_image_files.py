@@ -79,3 +79,26 @@ def test_partial_images_are_swept_and_write_faults_are_store_write_errors(store,
     with pytest.raises(StoreWriteError, match="No space left"):
         insert_with_images(store, [_with_image(6)])
     assert store.get_observation("o6") is None
+
+
+def test_a_memory_copied_elsewhere_forgets_its_own_images_and_never_the_originals(tmp_path):
+    import shutil
+    from embodied_memory.store.image_files import file_in
+    original = open_store(make_params(tmp_path / "robot", "sqlite_faiss"))
+    seen = obs(1, T0, "Alice at her desk", people=["alice"])
+    seen.image_jpeg = JPEG
+    insert_with_images(original, [seen])
+    stored = Path(original.get_observation("o1")["image_path"])
+    original.close()
+    copy_dir = tmp_path / "copy" / "store"
+    shutil.copytree(tmp_path / "robot" / "store", copy_dir)
+    copied_image = file_in(copy_dir, str(stored))           # the stored path still names the robot's directory
+    assert copied_image is not None and copied_image.parent.parent.parent == copy_dir.resolve()
+    assert file_in(copy_dir, "/etc/passwd") is None and file_in(copy_dir, str(copy_dir / "../../robot")) is None
+    copy = open_store(make_params(tmp_path / "copy", "sqlite_faiss"))
+    try:
+        result = copy.forget_identity("alice")
+        assert result["images_removed"] == 1 and result["files_removed"] == 1
+        assert not copied_image.exists() and stored.exists()   # the copy's file went, the robot's stayed
+    finally:
+        copy.close()

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -197,6 +198,37 @@ def _status(url: str, data: bytes | None = None, headers: dict | None = None) ->
         return exc.code
 
 
+def test_other_sites_cannot_write_nor_read_through_another_host_name_and_a_forget_names_an_id(server, memory):
+    person, name = _store_rows(memory, "SELECT identity_id, display_name FROM identities WHERE display_name != '' "
+                                       "LIMIT 1")[0]
+    form = urllib.parse.urlencode({"name": "Mallory"}).encode()
+    assert _status(f"{server}/people/{person}/name", form, {"Origin": "https://evil.example"}) == 403
+    assert _status(f"{server}/people/{person}/name", form, {"Sec-Fetch-Site": "cross-site"}) == 403
+    assert _status(f"{server}/timeline", headers={"Host": "evil.example"}) == 421      # DNS rebinding
+    assert _store_rows(memory, "SELECT display_name FROM identities WHERE identity_id = ?", (person,)) == [(name,)]
+    # a display name is no id: forgetting must name the identity it deletes
+    assert _status(f"{server}/people/{urllib.parse.quote(name)}/forget",
+                   urllib.parse.urlencode({"confirm": name}).encode()) == 404
+    assert _store_rows(memory, "SELECT COUNT(*) FROM sightings WHERE identity_id = ?", (person,))[0][0] > 0
+
+
+def test_a_memory_copied_off_the_robot_shows_its_images(memory, tmp_path):
+    moved = tmp_path / "copied_memory"
+    shutil.copytree(memory, moved)                       # image paths stored absolute, under the old directory
+    proc, url = _serve(moved, "--read-only")
+    try:
+        observation = _store_rows(moved, "SELECT observation_id FROM observations WHERE image_path IS NOT NULL "
+                                         "LIMIT 1")[0][0]
+        stored = Path(_store_rows(moved, "SELECT image_path FROM observations WHERE observation_id = ?",
+                                  (observation,))[0][0])
+        assert not stored.is_relative_to(moved)
+        with urllib.request.urlopen(f"{url}/image/{observation}?thumb=1") as r:
+            assert r.status == 200 and r.read()[:2] == b"\xff\xd8"        # a JPEG from the copy
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_read_only_has_no_writes_and_a_token_guards_every_request(memory, tmp_path):
     proc, url = _serve(memory, "--read-only")
     try:
@@ -213,7 +245,11 @@ def test_read_only_has_no_writes_and_a_token_guards_every_request(memory, tmp_pa
         assert _status(f"{url}/timeline") == 401
         assert _status(f"{url}/image/x?thumb=1") == 401
         assert _status(f"{url}/timeline", headers={"Authorization": f"Bearer {token}"}) == 200
-        assert _status(f"{url}/timeline?token={token}") == 200
+        assert _status(f"{url}/timeline", headers={"Authorization": "Bearer wrong-token-of-some-length"}) == 401
+        import http.cookiejar
+        browser_like = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with browser_like.open(f"{url}/timeline?token={token}") as r:     # redirected without it, a cookie set
+            assert r.status == 200 and "token" not in r.url
     finally:
         proc.terminate()
         proc.wait(timeout=10)

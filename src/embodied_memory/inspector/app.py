@@ -22,8 +22,9 @@ from typing import Optional
 from urllib.parse import quote
 
 import cv2
-from fastapi import FastAPI, Form, HTTPException, Request
+from fastapi import FastAPI, Form, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -44,6 +45,7 @@ class InspectorConfig:
     timezone: str = "UTC"
     read_only: bool = False
     token: str = ""                 # required on every request when set
+    host: str = "127.0.0.1"         # the address served (requests must name it, or loopback)
     planner: str = "rules"          # the Ask page's default
     llm_base_url: str = ""
     llm_model: str = ""
@@ -55,7 +57,8 @@ class Backend:
 
     def __init__(self, config: InspectorConfig):
         self.config = config
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()          # lazy opening
+        self._ask_lock = threading.Lock()      # one question at a time (its trace is its own)
         self._store = None
         self._agent = None
         self._recorder = None
@@ -68,19 +71,19 @@ class Backend:
                 self._store = open_store(StoreParams(data_dir=self.config.data_dir, timezone=self.config.timezone))
             return self._store
 
-    def ask(self, question: str, planner: str) -> tuple[dict, list[str]]:
-        """The agent's answer and its tool calls (one question at a time: the trace is its own)."""
+    def ask(self, question: str, planner: str, as_of: Optional[float]) -> tuple[dict, list[str]]:
+        """The agent's answer as if asked at ``as_of`` and its tool calls."""
         from ..agent.query_agent import AgentParams, QueryAgent
         from ..agent.tools import RecordingClient, StoreMemoryClient
         store = self.store()
-        with self._lock:
+        with self._ask_lock:
             if self._agent is None:
                 self._recorder = RecordingClient(StoreMemoryClient(store))
                 self._agent = QueryAgent(self._recorder, AgentParams(
                     planner=self.config.planner, timezone=self.config.timezone,
                     llm_base_url=self.config.llm_base_url, llm_model=self.config.llm_model))
             self._recorder.calls = []
-            answer = self._agent.ask(question, planner=planner or "").to_dict()
+            answer = self._agent.ask(question, as_of=as_of, planner=planner or "").to_dict()
             return answer, list(self._recorder.calls)
 
     def close(self) -> None:
@@ -100,10 +103,26 @@ def _thumbnail(path: Path, box: Optional[list[float]] = None, width: int = THUMB
         x1, y1, x2, y2 = int(box[0] * w), int(box[1] * h), max(int(box[2] * w), int(box[0] * w) + 1), \
             max(int(box[3] * h), int(box[1] * h) + 1)
         image = image[y1:y2, x1:x2]
+        if image.size == 0:              # a box on the image's edge
+            raise HTTPException(404, "the sighting's box lies outside its image")
     scale = width / image.shape[1]
     if scale < 1:
         image = cv2.resize(image, (width, max(1, round(image.shape[0] * scale))), interpolation=cv2.INTER_AREA)
     return cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 80])[1].tobytes()
+
+
+def token_matches(given: Optional[str], token: str) -> bool:
+    return bool(given) and hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
+
+
+def same_origin(request: Request) -> bool:
+    """A write from this inspector's own pages: the browser says same-origin (Sec-Fetch-Site),
+    or Origin names this host; a client without either (curl, scripts) is no browser page."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    return origin is None or origin.split("://", 1)[-1] == request.headers.get("host", "")
 
 
 def check_day(day: str) -> None:
@@ -131,33 +150,55 @@ def create_app(config: InspectorConfig) -> FastAPI:
                   lifespan=lifespan)
     app.mount("/static", StaticFiles(directory=str(package / "static")), name="static")
     app.state.backend, app.state.reader, app.state.audit = backend, reader, audit
+    allowed_hosts = {"127.0.0.1", "localhost", "::1", config.host.lower()}
 
     @app.middleware("http")
-    async def require_token(request: Request, call_next):
+    async def guard(request: Request, call_next):
+        # DNS rebinding: only the names this server was asked to serve under
+        host = request.headers.get("host", "").rsplit(":", 1)[0].strip("[]").lower()
+        if host not in allowed_hosts:
+            return PlainTextResponse(f"host {host!r} is not served here ({', '.join(sorted(allowed_hosts))})", 421)
+        # cross-site requests (another page in the operator's browser) may not write
+        if request.method not in ("GET", "HEAD") and not same_origin(request):
+            return PlainTextResponse("cross-site request refused: writes come from this inspector's pages", 403)
         if config.token:
-            given = (request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE)
-                     or request.headers.get("authorization", "").removeprefix("Bearer ").strip())
-            if not hmac.compare_digest(given or "", config.token):
+            offered = [request.query_params.get("token"), request.cookies.get(TOKEN_COOKIE),
+                       request.headers.get("authorization", "").removeprefix("Bearer ").strip()]
+            if not any(token_matches(t, config.token) for t in offered):
                 return PlainTextResponse("a token is required (?token=... once, or Authorization: Bearer ...)", 401)
-            response = await call_next(request)
-            if request.query_params.get("token"):
+            if token_matches(request.query_params.get("token"), config.token):   # keep it out of the history
+                rest = "&".join(f"{quote(k)}={quote(v)}" for k, v in request.query_params.multi_items() if k != "token")
+                response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
                 response.set_cookie(TOKEN_COOKIE, config.token, httponly=True, samesite="strict")
-            return response
+                return response
         return await call_next(request)
 
     def page(request: Request, name: str, **context) -> HTMLResponse:
         return templates.TemplateResponse(request, name, {"read_only": config.read_only, "tz": config.timezone,
                                                           "data_dir": config.data_dir, **context})
 
+    def known(person: str) -> dict:
+        """An identity by its id (names are not ids here: a forget must say whom it deletes)."""
+        ident = reader.identity(person)
+        if ident is None:
+            raise HTTPException(404, f"no identity {person!r} (forgotten, merged or never seen)")
+        return ident
+
     def writable() -> None:
         if config.read_only:
             raise HTTPException(403, "the inspector runs --read-only: naming, merging and forgetting are off")
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException):
+    @app.exception_handler(StarletteHTTPException)      # also the router's 404 and 405
+    async def http_error(request: Request, exc: StarletteHTTPException):
         return templates.TemplateResponse(request, "error.html", {
             "read_only": config.read_only, "tz": config.timezone, "data_dir": config.data_dir,
             "status": exc.status_code, "message": exc.detail}, status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception):
+        log.exception("inspector: %s %s failed", request.method, request.url.path)
+        return await http_error(request, HTTPException(500, f"the inspector failed on this request ({type(exc).__name__}: "
+                                                            f"{exc}); the server log has the details"))
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError):
@@ -170,14 +211,20 @@ def create_app(config: InspectorConfig) -> FastAPI:
 
     # -- timeline and observations ------------------------------------------------------
     @app.get("/timeline", response_class=HTMLResponse)
-    def timeline(request: Request, day: Optional[str] = None, hour: Optional[int] = None, waypoint: str = "",
+    def timeline(request: Request, day: Optional[str] = None, hour_text: str = Query("", alias="hour"), waypoint: str = "",
                  person: str = "", q: str = "", offset: int = 0):
         days = reader.days()
         if day is None:                  # no choice yet: the newest day ("all": every day)
             day = days[-1]["day"] if days and not q else "all"
         check_day(day)
-        if hour is not None and not 0 <= hour <= 23:
-            raise HTTPException(400, f"hour {hour}: 0 to 23")
+        try:
+            hour = int(hour_text) if hour_text.strip() else None
+        except ValueError:
+            raise HTTPException(400, f"hour {hour_text!r}: 0 to 23") from None
+        if hour is not None and (not 0 <= hour <= 23 or day == "all"):
+            raise HTTPException(400, f"hour {hour}: 0 to 23, on one day")
+        if not 0 <= offset <= 10**9:
+            raise HTTPException(400, f"offset {offset}: 0 to 10^9")
         results = []
         if q.strip():
             store = backend.store()
@@ -189,9 +236,9 @@ def create_app(config: InspectorConfig) -> FastAPI:
                 if obs:      # the score is HUMEMBR's (lower is better); hours ago is its recency term
                     results.append({**obs, "score": hit.get("score"), "hours_ago": round((now - hit["t"]) / 3600.0, 1)})
         observations = [] if q.strip() else reader.observations(None if day == "all" else day, hour, waypoint,
-                                                                    person, offset=max(offset, 0))
+                                                                    person, offset=offset)
         return page(request, "timeline.html", days=days, day=day, hour=hour, waypoint=waypoint, person=person, q=q,
-                    offset=max(offset, 0), page_size=PAGE_SIZE,
+                    offset=offset, page_size=PAGE_SIZE,
                     observations=observations, results=results, waypoints=reader.waypoint_ids(),
                     people=reader.identities(), names=reader.names())
 
@@ -213,7 +260,7 @@ def create_app(config: InspectorConfig) -> FastAPI:
 
     @app.get("/crop/{sighting_id}")
     def crop(sighting_id: int):
-        found = reader.crop_of(sighting_id)
+        found = reader.crop_of(sighting_id) if 0 <= sighting_id < 2**63 else None
         if found is None:
             raise HTTPException(404, "no stored crop or keyframe for this sighting")
         return Response(_thumbnail(*found, width=160), media_type="image/jpeg")
@@ -270,8 +317,9 @@ def create_app(config: InspectorConfig) -> FastAPI:
     @app.post("/people/{person}/merge")
     def merge_person(person: str, into: str = Form(...)):
         writable()
-        if reader.identity(into) is None or reader.identity(person) is None:
-            raise HTTPException(404, f"cannot merge {person!r} into {into!r}: unknown identity")
+        known(person), known(into)
+        if person == into:
+            raise HTTPException(400, f"{person} is already itself: choose another identity to merge into")
         moved = backend.store().merge_identities(person, into)
         audit.write("merge", person=person, into=into, sightings_moved=moved)
         return RedirectResponse(f"/people/{quote(into)}?message={quote(f'merged {person} into {into}: {moved} sightings moved')}",
@@ -280,19 +328,20 @@ def create_app(config: InspectorConfig) -> FastAPI:
     @app.get("/people/{person}/forget", response_class=HTMLResponse)
     def forget_preview(request: Request, person: str):
         writable()
-        ident = reader.identity(person)
-        if ident is None:
-            raise HTTPException(404, f"no identity {person!r}")
+        ident = known(person)
         preview = backend.store().forget_identity(person, dry_run=True)
         return page(request, "forget.html", p=ident, preview=preview)
 
     @app.post("/people/{person}/forget", response_class=HTMLResponse)
     def forget_person(request: Request, person: str, confirm: str = Form("")):
         writable()
+        known(person)
         if confirm.strip() != person:
             raise HTTPException(400, f"type the identity id {person!r} to confirm; nothing was deleted")
         result = backend.store().forget_identity(person)
-        audit.write("forget", person=person, **{k: v for k, v in result.items() if k != "dry_run"})
+        person = result["identity_id"]
+        audit.forget_names_of(person)
+        audit.write("forget", person=person, **{k: v for k, v in result.items() if k not in ("dry_run", "identity_id")})
         remaining = reader.remaining_of(person, result.get("aliases", []))
         return page(request, "forgotten.html", person=person, result=result, remaining=remaining)
 
@@ -306,10 +355,12 @@ def create_app(config: InspectorConfig) -> FastAPI:
     def ask(request: Request, question: str = Form(...), planner: str = Form("")):
         if planner and planner not in PLANNERS:
             raise HTTPException(400, f"planner: unknown {planner!r} ({', '.join(PLANNERS)})")
-        answer, calls = backend.ask(question, planner)
+        as_of = reader.newest_time()   # "today" is the memory's last day (a memory copied off a robot is older)
+        answer, calls = backend.ask(question, planner, as_of)
         evidence = [o for o in (reader.observation(e) for e in answer.get("evidence", [])[:12]) if o]
         return page(request, "ask.html", question=question, answer=answer, calls=calls, evidence=evidence,
-                    planner=planner or config.planner, planners=PLANNERS, names=reader.names())
+                    planner=planner or config.planner, planners=PLANNERS, names=reader.names(),
+                    as_of=reader.local(as_of).isoformat(timespec="seconds") if as_of else "now")
 
     @app.get("/exploration", response_class=HTMLResponse)
     def exploration(request: Request):

@@ -24,6 +24,26 @@ class AuditLog:
         log.info("inspector write: %s", line)
         return entry
 
+    def forget_names_of(self, person: str) -> None:
+        """A forgotten identity's display names leave the log too (its id and actions stay)."""
+        with self._lock:
+            try:
+                lines = self.path.read_text(encoding="utf-8").splitlines()
+            except FileNotFoundError:
+                return
+            kept = []
+            for line in lines:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if person in (entry.get("person"), entry.get("kept")) and "name" in entry:
+                    entry["name"] = "(forgotten)"
+                kept.append(json.dumps(entry, default=str))
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
+            tmp.replace(self.path)
+
     def tail(self, n: int = 20) -> list[dict]:
         """The newest ``n`` entries, newest first."""
         try:
@@ -31,4 +51,10 @@ class AuditLog:
                 lines = deque(f, maxlen=n)
         except FileNotFoundError:
             return []
-        return [json.loads(line) for line in reversed(lines) if line.strip()]
+        out = []
+        for line in reversed(lines):
+            try:
+                out.append(json.loads(line))
+            except ValueError:        # a line cut by a crash
+                continue
+        return out

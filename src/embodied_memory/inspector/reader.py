@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Optional
 from zoneinfo import ZoneInfo
 
+from ..store.image_files import file_in
+
 DB_NAME = "memory.sqlite3"
 PAGE_SIZE = 200                 # keyframes per timeline page
 TABLES = ("episodes", "observations", "regions", "sightings", "identities", "identity_aliases",
@@ -67,6 +69,9 @@ class MemoryReader:
     def local(self, t: Optional[float]) -> Optional[dt.datetime]:
         return None if t is None else dt.datetime.fromtimestamp(t, tz=self.tz)
 
+    def newest_time(self) -> Optional[float]:
+        return self._conn().execute("SELECT MAX(t) FROM observations").fetchone()[0]
+
     def day_of(self, t: float) -> str:
         return self.local(t).date().isoformat()
 
@@ -99,15 +104,14 @@ class MemoryReader:
                      person: str = "", limit: int = PAGE_SIZE, offset: int = 0) -> list[dict]:
         sql, args = f"SELECT {_OBS} FROM observations WHERE 1", []
         if day:
-            t0, t1 = self.day_bounds(day)
-            if hour is not None:
-                t0 = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(hour), tzinfo=self.tz).timestamp()
-                t1 = t0 + 3600.0
-            sql, args = sql + " AND t >= ? AND t < ?", args + [t0, t1]
+            sql, args = sql + " AND t >= ? AND t < ?", args + list(self.day_bounds(day))
         if waypoint:
             sql, args = sql + " AND waypoint_id = ?", args + [waypoint]
         if person:
             sql, args = sql + " AND id IN (SELECT obs FROM sightings WHERE identity_id = ?)", args + [person]
+        if day and hour is not None:     # the local hour of each keyframe (a DST day has 23 or 25 hours)
+            rows = [r for r in self._rows(sql + " ORDER BY t", tuple(args)) if self.local(r["t"]).hour == hour]
+            return [self._observation(r) for r in rows[offset:offset + limit]]
         return [self._observation(r) for r in self._rows(sql + " ORDER BY t LIMIT ? OFFSET ?",
                                                          tuple(args + [limit, offset]))]
 
@@ -149,15 +153,7 @@ class MemoryReader:
         return (image, normalised_box(row, image_size(image))) if image else None
 
     def _inside(self, path: str) -> Optional[Path]:
-        """A stored file path, only when it lies in the memory directory (and exists)."""
-        p = Path(path)
-        p = p if p.is_absolute() else self.data_dir / p
-        try:
-            p = p.resolve(strict=True)
-            p.relative_to(self.data_dir.resolve())
-        except (OSError, ValueError):
-            return None
-        return p
+        return file_in(self.data_dir, path)
 
     def waypoint_ids(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT DISTINCT waypoint_id FROM observations WHERE waypoint_id IS NOT NULL "
@@ -188,8 +184,8 @@ class MemoryReader:
         ident["per_day"] = sorted(per_day.items())
         # best crops: the most confident sightings with a crop, else their keyframes
         best = self._rows("SELECT s.id, s.crop_path, s.confidence, o.observation_id, o.image_path FROM sightings s "
-                          "JOIN observations o ON o.id = s.obs WHERE s.identity_id = ? AND (s.crop_path IS NOT NULL OR "
-                          "o.image_path IS NOT NULL) ORDER BY "
+                          "JOIN observations o ON o.id = s.obs WHERE s.identity_id = ? AND (COALESCE(s.crop_path, '') != '' OR "
+                          "COALESCE(o.image_path, '') != '') ORDER BY "
                           "COALESCE(s.confidence, 0) DESC, s.t DESC LIMIT ?", (person, crops))
         ident["crops"] = [{"sighting": b["id"], "observation": b["observation_id"], "has_crop": bool(b["crop_path"])}
                           for b in best]
@@ -263,10 +259,13 @@ class MemoryReader:
         meta = {r[0]: r[1] for r in self._rows("SELECT key, value FROM meta")}
         files = sorted(((p.name, p.stat().st_size) for p in self.data_dir.iterdir() if p.is_file()),
                        key=lambda f: -f[1])
+        folders = {p.name: sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+                   for p in self.data_dir.iterdir() if p.is_dir()}      # images/, identities/
         vectors = {kind: self._conn().execute(f"SELECT COUNT(*) FROM observations WHERE {kind}_emb IS NOT NULL")
                    .fetchone()[0] for kind in ("text", "image")}
         t = self._conn().execute("SELECT MIN(t), MAX(t) FROM observations").fetchone()
-        return {"rows": rows, "meta": meta, "files": files, "bytes_on_disk": sum(size for _, size in files),
+        return {"rows": rows, "meta": meta, "files": files, "folders": folders,
+                "bytes_on_disk": sum(size for _, size in files) + sum(folders.values()),
                 "rows_with_vectors": vectors, "oldest": self._fmt(t[0]), "newest": self._fmt(t[1]),
                 "snapshots": sorted(p.name for p in self.data_dir.glob("*.faiss"))}
 
@@ -274,13 +273,13 @@ class MemoryReader:
         """What still names ``person`` (or its aliases) after a forget: every count should be 0."""
         ids = [person, *aliases]
         marks = ",".join("?" * len(ids))
-        likes = " OR ".join("persons LIKE ?" for _ in ids)
+        likes = " OR ".join("',' || persons || ',' LIKE ?" for _ in ids)
         return {"identities": self._conn().execute(f"SELECT COUNT(*) FROM identities WHERE identity_id IN ({marks})",
                                                    ids).fetchone()[0],
                 "sightings": self._conn().execute(f"SELECT COUNT(*) FROM sightings WHERE identity_id IN ({marks})",
                                                   ids).fetchone()[0],
                 "observations listing it": self._conn().execute(
-                    f"SELECT COUNT(*) FROM observations WHERE {likes}", [f"%{i}%" for i in ids]).fetchone()[0],
+                    f"SELECT COUNT(*) FROM observations WHERE {likes}", [f"%,{i},%" for i in ids]).fetchone()[0],
                 "summaries": self._conn().execute(f"SELECT COUNT(*) FROM summaries WHERE identity_id IN ({marks})",
                                                   ids).fetchone()[0]}
 

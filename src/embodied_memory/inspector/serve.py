@@ -58,7 +58,8 @@ def cmd_inspect(args) -> int:
     except ValueError as exc:
         raise ConfigError(f"--timezone: {exc}") from exc
     config = InspectorConfig(data_dir=os.path.expanduser(args.data_dir), timezone=args.timezone,
-                             read_only=args.read_only, token=token_for(args.host), planner=args.planner,
+                             read_only=args.read_only, token=token_for(args.host), host=args.host,
+                             planner=args.planner,
                              llm_base_url=args.llm_base_url, llm_model=args.llm_model)
     try:
         app = create_app(config)

@@ -11,13 +11,36 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..types import Observation
 from .errors import StoreWriteError
 
 log = logging.getLogger(__name__)
 PARTIAL = ".partial"
+
+
+def file_in(data_dir: Path, path: str) -> Optional[Path]:
+    """The stored file ``path`` when it lies in ``data_dir`` and exists, else None. Paths are
+    stored absolute: a memory copied or moved off the robot finds its files by their part under
+    its own ``images/`` or ``identities/``. Never a file outside ``data_dir``."""
+    if not path:
+        return None
+    stored = Path(path).expanduser()
+    candidates = [stored if stored.is_absolute() else data_dir / stored]
+    parts = stored.parts
+    for sub in ("images", "identities"):
+        if sub in parts:
+            candidates.append(data_dir.joinpath(*parts[len(parts) - 1 - parts[::-1].index(sub):]))
+    root = data_dir.resolve()
+    for candidate in candidates:
+        try:
+            resolved = candidate.resolve(strict=True)
+        except OSError:
+            continue
+        if root in resolved.parents and resolved.is_file():
+            return resolved
+    return None
 
 
 def image_path_for(images_dir: Path, obs: Observation, ext: str = "jpg") -> Path:

@@ -37,6 +37,7 @@ from ..params import StoreParams
 from ..types import Episode, Identity, Observation, SemanticRule, as_vector
 from .errors import (InsertResult, InvalidArgumentError, InvalidRecordError, StoreError, StoreWriteError,
                      UnknownPersonError)
+from .image_files import file_in
 from .migrations import SCHEMA_VERSION, migrate
 from .recency import RecencyScore
 from .tool_args import ToolTable, build_tool_table, json_schema, validate_arguments
@@ -1110,16 +1111,9 @@ class MemoryStore:
                 "sightings": sightings, "summaries": summaries}
 
     def _deletable(self, paths: Iterable[str]) -> list[Path]:
-        """Existing files among ``paths`` inside the data directory (never delete outside it)."""
-        root = self.data_dir.resolve()
-        out = []
-        for path in paths:
-            if not path:
-                continue
-            p = Path(path).expanduser().resolve()
-            if root in p.parents and p.is_file():
-                out.append(p)
-        return out
+        """Existing files among ``paths`` inside the data directory (never delete outside it;
+        a memory moved since finds them in its own directory: ``file_in``)."""
+        return [p for p in (file_in(self.data_dir, path) for path in paths) if p is not None]
 
     def _remove_files(self, paths: Iterable[str]) -> int:
         """Delete files after the rows naming them are committed (a read-only or full disk
