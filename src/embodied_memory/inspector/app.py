@@ -100,9 +100,8 @@ def _thumbnail(path: Path, box: Optional[list[float]] = None, width: int = THUMB
         raise HTTPException(404, "image unreadable")
     if box:
         h, w = image.shape[:2]
-        x1, y1, x2, y2 = int(box[0] * w), int(box[1] * h), max(int(box[2] * w), int(box[0] * w) + 1), \
-            max(int(box[3] * h), int(box[1] * h) + 1)
-        image = image[y1:y2, x1:x2]
+        image = image[int(box[1] * h):max(int(box[3] * h), int(box[1] * h) + 1),
+                      int(box[0] * w):max(int(box[2] * w), int(box[0] * w) + 1)]
         if image.size == 0:              # a box on the image's edge
             raise HTTPException(404, "the sighting's box lies outside its image")
     scale = width / image.shape[1]
@@ -173,9 +172,10 @@ def create_app(config: InspectorConfig) -> FastAPI:
                 return response
         return await call_next(request)
 
-    def page(request: Request, name: str, **context) -> HTMLResponse:
+    def page(request: Request, name: str, status_code: int = 200, **context) -> HTMLResponse:
         return templates.TemplateResponse(request, name, {"read_only": config.read_only, "tz": config.timezone,
-                                                          "data_dir": config.data_dir, **context})
+                                                          "data_dir": config.data_dir, **context},
+                                          status_code=status_code)
 
     def known(person: str) -> dict:
         """An identity by its id (names are not ids here: a forget must say whom it deletes)."""
@@ -190,9 +190,7 @@ def create_app(config: InspectorConfig) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)      # also the router's 404 and 405
     async def http_error(request: Request, exc: StarletteHTTPException):
-        return templates.TemplateResponse(request, "error.html", {
-            "read_only": config.read_only, "tz": config.timezone, "data_dir": config.data_dir,
-            "status": exc.status_code, "message": exc.detail}, status_code=exc.status_code)
+        return page(request, "error.html", exc.status_code, status=exc.status_code, message=exc.detail)
 
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception):
@@ -227,14 +225,11 @@ def create_app(config: InspectorConfig) -> FastAPI:
             raise HTTPException(400, f"offset {offset}: 0 to 10^9")
         results = []
         if q.strip():
-            store = backend.store()
-            newest = store.latest_observation()
-            now = newest["t"] if newest else time.time()    # hours ago count from the memory's newest keyframe
-            hits = store.semantic_observations(q, person=person or None, n=30, now=now)
-            for hit in hits:
-                obs = reader.observation(hit["id"])
-                if obs:      # the score is HUMEMBR's (lower is better); hours ago is its recency term
-                    results.append({**obs, "score": hit.get("score"), "hours_ago": round((now - hit["t"]) / 3600.0, 1)})
+            now = reader.newest_time() or time.time()     # hours ago count from the memory's newest keyframe
+            hits = {h["id"]: h for h in backend.store().semantic_observations(q, person=person or None, n=30, now=now)}
+            # the score is HUMEMBR's (lower is better); hours ago is its recency term
+            results = [{**obs, "score": hits[obs["id"]].get("score"), "hours_ago": round((now - obs["t"]) / 3600.0, 1)}
+                       for obs in reader.observations_by_id(list(hits))]
         observations = [] if q.strip() else reader.observations(None if day == "all" else day, hour, waypoint,
                                                                     person, offset=offset)
         return page(request, "timeline.html", days=days, day=day, hour=hour, waypoint=waypoint, person=person, q=q,
@@ -291,15 +286,12 @@ def create_app(config: InspectorConfig) -> FastAPI:
     def people(request: Request, message: str = ""):
         people = reader.identities()
         for p in people:
-            p["crops"] = (reader.identity(p["person"], crops=3) or {}).get("crops", [])
+            p["crops"] = reader.best_crops(p["person"], 3)
         return page(request, "people.html", people=people, message=message)
 
     @app.get("/people/{person}", response_class=HTMLResponse)
     def person_page(request: Request, person: str, message: str = ""):
-        ident = reader.identity(person)
-        if ident is None:
-            raise HTTPException(404, f"no identity {person!r} (forgotten, merged or never seen)")
-        return page(request, "person.html", p=ident, message=message,
+        return page(request, "person.html", p=known(person), message=message,
                     others=[i for i in reader.identities() if i["person"] != person])
 
     @app.post("/people/{person}/name")
@@ -357,7 +349,7 @@ def create_app(config: InspectorConfig) -> FastAPI:
             raise HTTPException(400, f"planner: unknown {planner!r} ({', '.join(PLANNERS)})")
         as_of = reader.newest_time()   # "today" is the memory's last day (a memory copied off a robot is older)
         answer, calls = backend.ask(question, planner, as_of)
-        evidence = [o for o in (reader.observation(e) for e in answer.get("evidence", [])[:12]) if o]
+        evidence = reader.observations_by_id(answer.get("evidence", [])[:12])
         return page(request, "ask.html", question=question, answer=answer, calls=calls, evidence=evidence,
                     planner=planner or config.planner, planners=PLANNERS, names=reader.names(),
                     as_of=reader.local(as_of).isoformat(timespec="seconds") if as_of else "now")

@@ -32,7 +32,7 @@ def _rgba(hex_colour: str, alpha: float = 1.0) -> tuple[float, float, float, flo
     return r, g, b, alpha
 
 
-def memory_layers(reader: MemoryReader) -> dict:
+def memory_layers(reader: MemoryReader) -> tuple[dict, Optional[float]]:
     """({topic: content}, newest keyframe time) of the memory now, plain data: a SceneUpdate topic holds entities
     ``{"id", "frame", "spheres": [(x, y, size, rgba)], "texts": [(x, y, z, text, rgba)]}``, the
     occupancy topic ``{"frame", "origin", "resolution", "width", "grid"}`` (``to_foxglove``)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 from zoneinfo import ZoneInfo
 
+from ..calendar_windows import day_window
 from ..store.image_files import file_in
 
 DB_NAME = "memory.sqlite3"
@@ -76,9 +77,7 @@ class MemoryReader:
         return self.local(t).date().isoformat()
 
     def day_bounds(self, day: str) -> tuple[float, float]:
-        start = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(), tzinfo=self.tz)
-        end = dt.datetime.combine(start.date() + dt.timedelta(days=1), dt.time(), tzinfo=self.tz)
-        return start.timestamp(), end.timestamp()
+        return day_window(dt.date.fromisoformat(day), self.tz)
 
     def _observation(self, row: sqlite3.Row) -> dict:
         local = self.local(row["t"])
@@ -114,6 +113,15 @@ class MemoryReader:
             return [self._observation(r) for r in rows[offset:offset + limit]]
         return [self._observation(r) for r in self._rows(sql + " ORDER BY t LIMIT ? OFFSET ?",
                                                          tuple(args + [limit, offset]))]
+
+    def observations_by_id(self, observation_ids: list[str]) -> list[dict]:
+        """The list records (no boxes: nothing decoded) of ``observation_ids`` that exist, in order."""
+        if not observation_ids:
+            return []
+        rows = {r["observation_id"]: r for r in self._rows(
+            f"SELECT {_OBS} FROM observations WHERE observation_id IN ({','.join('?' * len(observation_ids))})",
+            tuple(observation_ids))}
+        return [self._observation(rows[i]) for i in observation_ids if i in rows]
 
     def observation(self, observation_id: str) -> Optional[dict]:
         """One observation with its sightings (boxes) and regions, boxes as fractions of the image."""
@@ -163,18 +171,24 @@ class MemoryReader:
     def names(self) -> dict[str, str]:
         return {r[0]: r[1] for r in self._rows("SELECT identity_id, display_name FROM identities") if r[1]}
 
-    def identities(self) -> list[dict]:
-        """Each identity with first/last seen, sighting count and days seen."""
-        out = []
-        for r in self._rows("SELECT i.identity_id, i.display_name, COUNT(s.id) AS n, MIN(s.t) AS first, "
-                            "MAX(s.t) AS last FROM identities i LEFT JOIN sightings s ON s.identity_id = "
-                            "i.identity_id GROUP BY i.identity_id ORDER BY i.identity_id"):
-            out.append({"person": r["identity_id"], "name": r["display_name"] or "", "sightings": r["n"],
-                        "first": self._fmt(r["first"]), "last": self._fmt(r["last"])})
-        return out
+    def identities(self, person: Optional[str] = None) -> list[dict]:
+        """Each identity (or only ``person``) with first/last seen and its sighting count."""
+        where, args = ("WHERE i.identity_id = ?", (person,)) if person is not None else ("", ())
+        return [{"person": r["identity_id"], "name": r["display_name"] or "", "sightings": r["n"],
+                 "first": self._fmt(r["first"]), "last": self._fmt(r["last"])}
+                for r in self._rows("SELECT i.identity_id, i.display_name, COUNT(s.id) AS n, MIN(s.t) AS first, "
+                                    "MAX(s.t) AS last FROM identities i LEFT JOIN sightings s ON s.identity_id = "
+                                    f"i.identity_id {where} GROUP BY i.identity_id ORDER BY i.identity_id", args)]
+
+    def best_crops(self, person: str, n: int) -> list[dict]:
+        """The most confident sightings with a crop or a keyframe still stored."""
+        return [{"sighting": b["id"], "observation": b["observation_id"]} for b in self._rows(
+            "SELECT s.id, o.observation_id FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id = ? "
+            "AND (COALESCE(s.crop_path, '') != '' OR COALESCE(o.image_path, '') != '') "
+            "ORDER BY COALESCE(s.confidence, 0) DESC, s.t DESC LIMIT ?", (person, n))]
 
     def identity(self, person: str, crops: int = 6) -> Optional[dict]:
-        found = [i for i in self.identities() if i["person"] == person]
+        found = self.identities(person)
         if not found:
             return None
         ident = found[0]
@@ -182,13 +196,7 @@ class MemoryReader:
         for (t,) in self._rows("SELECT t FROM sightings WHERE identity_id = ?", (person,)):
             per_day[self.day_of(t)] += 1
         ident["per_day"] = sorted(per_day.items())
-        # best crops: the most confident sightings with a crop, else their keyframes
-        best = self._rows("SELECT s.id, s.crop_path, s.confidence, o.observation_id, o.image_path FROM sightings s "
-                          "JOIN observations o ON o.id = s.obs WHERE s.identity_id = ? AND (COALESCE(s.crop_path, '') != '' OR "
-                          "COALESCE(o.image_path, '') != '') ORDER BY "
-                          "COALESCE(s.confidence, 0) DESC, s.t DESC LIMIT ?", (person, crops))
-        ident["crops"] = [{"sighting": b["id"], "observation": b["observation_id"], "has_crop": bool(b["crop_path"])}
-                          for b in best]
+        ident["crops"] = self.best_crops(person, crops)
         ident["aliases"] = [r[0] for r in self._rows("SELECT alias_id FROM identity_aliases WHERE identity_id = ?",
                                                      (person,))]
         return ident

@@ -29,9 +29,10 @@ def file_in(data_dir: Path, path: str) -> Optional[Path]:
     stored = Path(path).expanduser()
     candidates = [stored if stored.is_absolute() else data_dir / stored]
     parts = stored.parts
-    for sub in ("images", "identities"):
-        if sub in parts:
-            candidates.append(data_dir.joinpath(*parts[len(parts) - 1 - parts[::-1].index(sub):]))
+    for sub in ("images", "identities"):     # from the last such folder on
+        at = [i for i, part in enumerate(parts) if part == sub]
+        if at:
+            candidates.append(data_dir.joinpath(*parts[at[-1]:]))
     root = data_dir.resolve()
     for candidate in candidates:
         try:
