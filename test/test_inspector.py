@@ -37,7 +37,14 @@ def memory(tmp_path_factory):
     out = tmp_path_factory.mktemp("inspect")
     run_eval(out, EpisodeConfig(seed=0, days=1, people=2), planners=("rules",), variants=("psfr",), per_type=1,
              progress=False, phrasings=("dev",))
+    shutil.copytree(out / "memory_psfr", out / "pristine")      # before any test writes to it
     return out / "memory_psfr"
+
+
+def _fresh_copy(memory: Path, to: Path) -> Path:
+    """The day's memory as built, before the tests named or forgot anyone."""
+    shutil.copytree(memory.parent / "pristine", to)
+    return to
 
 
 def _free_port() -> int:
@@ -46,9 +53,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(data_dir: Path, *extra: str, env: dict | None = None):
+def _serve(data_dir: Path | None, *extra: str, env: dict | None = None):
+    """``inspect --data-dir data_dir *extra`` (``data_dir`` None: ``inspect *extra``) on a free port."""
     port = _free_port()
-    proc = subprocess.Popen([str(VENV_BIN / "embodied-memory"), "inspect", "--data-dir", str(data_dir),
+    source = ["--data-dir", str(data_dir)] if data_dir is not None else []
+    proc = subprocess.Popen([str(VENV_BIN / "embodied-memory"), "inspect", *source,
                              "--port", str(port), *extra], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
@@ -261,3 +270,142 @@ def test_read_only_has_no_writes_and_a_token_guards_every_request(memory, tmp_pa
     missing = subprocess.run([str(VENV_BIN / "embodied-memory"), "inspect", "--data-dir", str(tmp_path / "none")],
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "data_dir" in missing.stderr
+
+
+def _post(url: str, fields: dict) -> tuple[int, str, str]:
+    """(status, final URL, body) of a form POST as the inspector's page sends it (redirects followed)."""
+    request = urllib.request.Request(url, data=urllib.parse.urlencode(fields).encode(),
+                                     headers={"Sec-Fetch-Site": "same-origin"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as r:
+            return r.status, r.url, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, url, exc.read().decode()
+
+
+def test_ros_mode_shows_the_running_stack_and_writes_through_its_services(memory, tmp_path):
+    """``inspect --ros`` next to a running stack (memory and query agent nodes, own processes) on a
+    copy of the day's memory: the pages read it; a search, a question, a name, a merge and a
+    forget go to the stack, and the memory node's store shows them."""
+    from embodied_memory.nodes.service_client import ServiceCallError, call_service
+    from embodied_memory_interfaces.srv import GetMemoryStats
+    from rosutil import LaunchedStack, wait_until
+    live = _fresh_copy(memory, tmp_path / "live_memory")
+    stack_file = tmp_path / "stack.yaml"
+    stack_file.write_text(f"""nodes:
+  memory:
+    executable: memory_node
+    parameters: {{data_dir: "{live}", timezone: Europe/Zurich}}
+  query_agent:
+    executable: query_agent_node
+    parameters: {{planner: rules, timezone: Europe/Zurich}}
+""")
+    launched = LaunchedStack(stack_file, tmp_path / "launch.log")
+
+    def stats():
+        try:
+            return call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), timeout_s=5).stats
+        except ServiceCallError:
+            return None
+    try:
+        wait_until(stats, 120, interval=1.0, what="the memory node to serve /memory/stats")
+        assert stats().timezone == "Europe/Zurich"
+        proc, url = _serve(None, "--ros")
+        try:
+            health = urllib.request.urlopen(f"{url}/health", timeout=30).read().decode()
+            assert "the running stack" in health and "/memory/query" in health
+            timeline = urllib.request.urlopen(f"{url}/timeline", timeout=30).read().decode()
+            assert timeline.count('class="thumb"') > 0 and "Europe/Zurich" in timeline
+            found = urllib.request.urlopen(f"{url}/timeline?q={urllib.parse.quote('a person in the office')}",
+                                           timeout=120).read().decode()
+            assert found.count('class="score"') >= 3
+            ids = [r[0] for r in _store_rows(live, "SELECT identity_id FROM identities ORDER BY identity_id")]
+            named = _store_rows(live, "SELECT identity_id, display_name FROM identities WHERE display_name != '' "
+                                      "ORDER BY identity_id")
+            assert len(ids) >= 2 and named, ids
+            keep, name = named[0]
+            other = next(i for i in ids if i != keep)
+            status, _, answer = _post(f"{url}/ask", {"question": f"Where did you last see {name}?"})
+            assert status == 200 and 'data-status="ok"' in answer and name in answer and "now (the stack" in answer
+            # a name through /memory/name_identity
+            status, landed, _ = _post(f"{url}/people/{other}/name", {"name": "Ursula Tester"})
+            assert status == 200 and landed.split("?")[0].endswith(f"/people/{other}"), landed
+            assert _store_rows(live, "SELECT display_name FROM identities WHERE identity_id = ?", (other,)) == \
+                [("Ursula Tester",)]
+            # a name another identity has would merge the two: the page asks first, nothing changes
+            status, _, body = _post(f"{url}/people/{other}/name", {"name": name.upper()})
+            assert status == 200 and "is already" in body and f"<code>{keep}</code>" in body
+            assert _store_rows(live, "SELECT display_name FROM identities WHERE identity_id = ?", (other,)) == \
+                [("Ursula Tester",)]
+            # the merge form: an IdentityMerge to the memory node, confirmed by its Ack
+            both = _store_rows(live, "SELECT COUNT(*) FROM sightings WHERE identity_id IN (?, ?)", (keep, other))[0][0]
+            status, landed, body = _post(f"{url}/people/{other}/merge", {"into": keep})
+            assert status == 200 and "done by the memory node" in urllib.parse.unquote(landed), (landed, body[:500])
+            assert _store_rows(live, "SELECT COUNT(*) FROM sightings WHERE identity_id = ?", (keep,))[0][0] == both
+            # forget through /memory/forget: the preview's counts, then nothing remains
+            preview = urllib.request.urlopen(f"{url}/people/{keep}/forget", timeout=60).read().decode()
+            assert f'data-count="sightings">{both}<' in preview
+            status, _, body = _post(f"{url}/people/{keep}/forget", {"confirm": keep})
+            assert status == 200 and "Nothing remains" in body, body[:800]
+            assert _store_rows(live, "SELECT COUNT(*) FROM sightings WHERE identity_id IN (?, ?)", (keep, other)) == [(0,)]
+            assert stats().identities == len(ids) - 2
+            audit = (live / "inspector_audit.jsonl").read_text()
+            assert all(f'"action": "{a}"' in audit for a in ("name", "merge", "forget"))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        # no stack on the line: --ros says so instead of serving
+        assert launched.stop() == 0, launched.log()
+        gone = subprocess.run([str(VENV_BIN / "embodied-memory"), "inspect", "--ros"], capture_output=True, text=True,
+                              timeout=60)
+        assert gone.returncode == 2 and "/memory/stats" in gone.stderr, gone.stderr
+    finally:
+        launched.stop()
+
+
+def test_a_name_that_merges_two_identities_is_confirmed_first(memory, tmp_path):
+    copy = _fresh_copy(memory, tmp_path / "memory")
+    (keep, name), = _store_rows(copy, "SELECT identity_id, display_name FROM identities WHERE display_name != '' "
+                                      "ORDER BY identity_id LIMIT 1")
+    other = _store_rows(copy, "SELECT identity_id FROM identities WHERE identity_id != ? LIMIT 1", (keep,))[0][0]
+    both = _store_rows(copy, "SELECT COUNT(*) FROM sightings WHERE identity_id IN (?, ?)", (keep, other))[0][0]
+    proc, url = _serve(copy)
+    try:
+        status, _, body = _post(f"{url}/people/{other}/name", {"name": f" {name.lower()} "})
+        assert status == 200 and "is already" in body and f"<code>{keep}</code>" in body
+        assert _store_rows(copy, "SELECT COUNT(*) FROM identities WHERE identity_id IN (?, ?)", (keep, other)) == [(2,)]
+        status, landed, _ = _post(f"{url}/people/{other}/name", {"name": name.lower(), "merge": "yes"})
+        survivor = min(keep, other)
+        assert status == 200 and landed.split("?")[0].endswith(f"/people/{survivor}"), landed
+        assert _store_rows(copy, "SELECT COUNT(*) FROM sightings WHERE identity_id = ?", (survivor,)) == [(both,)]
+        assert _store_rows(copy, "SELECT COUNT(*) FROM identities WHERE identity_id IN (?, ?)", (keep, other)) == [(1,)]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_stack_mode_opens_the_stacks_memory_with_its_store_and_agent_parameters(tmp_path):
+    from embodied_memory.cli import build_parser
+    from embodied_memory.config import ConfigError
+    from embodied_memory.inspector.serve import store_backend
+    stack = tmp_path / "robot.yaml"
+    stack.write_text(f"""nodes:
+  memory:
+    executable: memory_node
+    parameters: {{data_dir: "{tmp_path / 'mem'}", timezone: Europe/Zurich, text_embedder: hash, image_dim: 16}}
+  query_agent:
+    executable: query_agent_node
+    parameters: {{planner: rules, timezone: Europe/Zurich, match_threshold: 0.5}}
+""")
+    parse = build_parser().parse_args
+    data_dir, timezone, planner, backend = store_backend(parse(["inspect", "--stack", str(stack)]))
+    assert (data_dir, timezone, planner) == (str(tmp_path / "mem"), "Europe/Zurich", "rules")
+    assert (backend.store_params.text_embedder, backend.store_params.image_dim) == ("hash", 16)
+    assert backend.agent_params.match_threshold == 0.5 and backend.agent_params.timezone == "Europe/Zurich"
+    # the command line wins, for the store and the agent alike
+    _, timezone, planner, backend = store_backend(parse(["inspect", "--stack", str(stack), "--timezone", "UTC",
+                                                         "--planner", "auto"]))
+    assert (timezone, planner, backend.agent_params.timezone) == ("UTC", "auto", "UTC")
+    stack.write_text("nodes:\n  query_agent:\n    executable: query_agent_node\n")
+    with pytest.raises(ConfigError, match="no memory_node"):
+        store_backend(parse(["inspect", "--stack", str(stack)]))

@@ -62,8 +62,9 @@ def cmd_check(args) -> int:
 def cmd_stats(args) -> int:
     from embodied_memory_interfaces.srv import GetMemoryStats
     from .nodes.service_client import call_service
-    s = call_service(GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), args.timeout, retry_s=5.0).stats
-    fields = ("backend", "data_dir", "episodes", "observations", "regions", "person_sightings",
+    from .params import MEMORY_STATS_SERVICE
+    s = call_service(GetMemoryStats, MEMORY_STATS_SERVICE, GetMemoryStats.Request(), args.timeout, retry_s=5.0).stats
+    fields = ("backend", "data_dir", "timezone", "episodes", "observations", "regions", "person_sightings",
               "identities", "rules", "bytes_on_disk")
     data = {f: getattr(s, f) for f in fields}
     print(json.dumps(data, indent=2) if args.json else "\n".join(f"{k:17s} {v}" for k, v in data.items()))
@@ -89,11 +90,12 @@ def cmd_status(args) -> int:
 def cmd_query(args) -> int:
     from embodied_memory_interfaces.srv import QueryMemory
     from .nodes.service_client import call_service
+    from .params import MEMORY_QUERY_SERVICE
     try:
         json.loads(args.arguments)  # fail here, not on the robot, for bad JSON
     except ValueError as exc:
         raise ConfigError(f"arguments: not JSON ({exc}); e.g. '{{\"person\": \"person_0003\"}}'") from exc
-    res = call_service(QueryMemory, "/memory/query", QueryMemory.Request(tool=args.tool, arguments_json=args.arguments),
+    res = call_service(QueryMemory, MEMORY_QUERY_SERVICE, QueryMemory.Request(tool=args.tool, arguments_json=args.arguments),
                        args.timeout, retry_s=5.0)
     if not res.success:
         print(f"error: {res.error}", file=sys.stderr)
@@ -242,6 +244,7 @@ def cmd_explore_bench(args) -> int:
 def cmd_forget(args) -> int:
     from embodied_memory_interfaces.srv import Forget
     from .nodes.service_client import call_service
+    from .params import MEMORY_FORGET_SERVICE
     req = Forget.Request(dry_run=args.dry_run)
     if args.identity is not None:
         if not args.identity.strip():
@@ -256,7 +259,7 @@ def cmd_forget(args) -> int:
     if req.mode != Forget.Request.MODE_IDENTITY and not args.dry_run and not args.yes:
         # retention and episode deletes can remove everything: say how much, and ask
         req.dry_run = True
-        preview = call_service(Forget, "/memory/forget", req, args.timeout)
+        preview = call_service(Forget, MEMORY_FORGET_SERVICE, req, args.timeout)
         if not preview.success:
             print(f"error: {preview.message}", file=sys.stderr)
             return 1
@@ -267,7 +270,7 @@ def cmd_forget(args) -> int:
             print("nothing removed (pass --yes to confirm without asking)", file=sys.stderr)
             return 1
         req.dry_run = False
-    res = call_service(Forget, "/memory/forget", req, args.timeout)
+    res = call_service(Forget, MEMORY_FORGET_SERVICE, req, args.timeout)
     print(res.message if res.success else f"error: {res.message}", file=sys.stdout if res.success else sys.stderr)
     return 0 if res.success else 1
 
@@ -275,7 +278,8 @@ def cmd_forget(args) -> int:
 def cmd_name(args) -> int:
     from embodied_memory_interfaces.srv import NameIdentity
     from .nodes.service_client import call_service
-    res = call_service(NameIdentity, "/memory/name_identity",
+    from .params import MEMORY_NAME_SERVICE
+    res = call_service(NameIdentity, MEMORY_NAME_SERVICE,
                        NameIdentity.Request(identity_id=args.identity, display_name=args.name), args.timeout)
     print(res.message)
     return 0 if res.success else 1

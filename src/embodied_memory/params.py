@@ -16,6 +16,10 @@ from .ingest.selection import SelectionParams
 from .perception.pipeline import PerceptionParams
 
 
+MEMORY_QUERY_SERVICE = "/memory/query"              # embodied_memory_interfaces/QueryMemory (one retrieval tool)
+MEMORY_STATS_SERVICE = "/memory/stats"              # GetMemoryStats
+MEMORY_FORGET_SERVICE = "/memory/forget"            # Forget
+MEMORY_NAME_SERVICE = "/memory/name_identity"       # NameIdentity
 ACKS_TOPIC = "/memory/acks"                         # embodied_memory_interfaces/Ack (nodes/delivery.py)
 FORGOTTEN_TOPIC = "/memory/forgotten_identities"    # embodied_memory_interfaces/IdentityForgotten
 RESEND_AFTER_S = 10.0                               # neither accepted nor acknowledged this long: sent
@@ -103,7 +107,7 @@ class QueryAgentNodeParams(AgentParams):
     """Serves /agent/ask; reaches the memory through the memory node's query service."""
 
     ask_service: str = "/agent/ask"
-    memory_query_service: str = "/memory/query"
+    memory_query_service: str = MEMORY_QUERY_SERVICE
     memory_timeout_s: float = 10.0
     navigation_action: str = ""            # e.g. /navigate_to_waypoint: enables the navigate tool
     ask_and_act_action: str = "/agent/ask_and_act"  # AskAndAct action: questions that may drive
@@ -226,7 +230,7 @@ class NavBridgeNodeParams:
     sim_start_y: float = 0.0
     sim_odom_topic: str = "/odom"                       # sim: the base's pose (nav_msgs/Odometry, map frame)
     arrive_tolerance_m: float = 0.25
-    memory_query_service: str = "/memory/query"         # verify_person_id: look for a fresh sighting
+    memory_query_service: str = MEMORY_QUERY_SERVICE         # verify_person_id: look for a fresh sighting
     verify_person_timeout_s: float = 20.0
 
     # settable at run time (the next goal uses them); every other one is read-only
@@ -251,7 +255,7 @@ class ExploreNodeParams:
     map_frame: str = "map"
     episode_prefix: str = "explore"
     image_dir: str = "~/.local/share/embodied_memory/explore_images"
-    memory_query_service: str = "/memory/query"
+    memory_query_service: str = MEMORY_QUERY_SERVICE
     memory_timeout_s: float = 10.0
     observations_topic: str = "/memory/observations"
     episode_maps_topic: str = "/memory/episode_maps"
@@ -346,4 +350,5 @@ NODE_PARAMS: dict[str, type] = {
     "observation_importer": ObservationImporterParams,
 }
 
-__all__ = ["NODE_PARAMS", "StoreParams", "MemoryNodeParams", "ObservationImporterParams", "QueryAgentNodeParams"]
+__all__ = ["NODE_PARAMS", "MEMORY_QUERY_SERVICE", "MEMORY_STATS_SERVICE", "MEMORY_FORGET_SERVICE",
+           "MEMORY_NAME_SERVICE", "StoreParams", "MemoryNodeParams", "ObservationImporterParams", "QueryAgentNodeParams"]

@@ -3,9 +3,10 @@
 Pages are rendered on the server (Jinja2 templates under ``templates/``, one stylesheet under
 ``static/``, no script from elsewhere). Lists and pictures are read through ``MemoryReader``
 (read-only SQLite); semantic search, questions and the operator's writes (name, merge, forget)
-go through the ``MemoryStore`` the inspector opens, so the memory node must not hold the same
-directory at the same time. ``read_only`` removes every write; ``token`` (set when binding
-beyond loopback) is required on every request; each write is appended to the audit log.
+go through a ``Backend`` (backends.py): the store the inspector opens itself, or with
+``inspect --ros`` the running stack's services. ``read_only`` removes every write; ``token``
+(set when binding beyond loopback) is required on every request; each write is appended to
+the audit log.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import contextlib
 import datetime as dt
 import hmac
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -29,13 +29,14 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Red
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from ..agent.query_agent import PLANNERS
 from .audit import AuditLog
+from .backends import Backend, BackendError
 from .map_view import MapView
 from .reader import PAGE_SIZE, MemoryReader
 
 log = logging.getLogger(__name__)
 TOKEN_COOKIE = "em_inspect_token"
-PLANNERS = ("auto", "rules", "llm", "full_context")
 THUMB_WIDTH = 240
 
 
@@ -47,50 +48,6 @@ class InspectorConfig:
     token: str = ""                 # required on every request when set
     host: str = "127.0.0.1"         # the address served (requests must name it, or loopback)
     planner: str = "rules"          # the Ask page's default
-    llm_base_url: str = ""
-    llm_model: str = ""
-
-
-class Backend:
-    """The store and agent behind the search box, the ask box and the writes (opened lazily:
-    the pages that only list need none of them)."""
-
-    def __init__(self, config: InspectorConfig):
-        self.config = config
-        self._lock = threading.Lock()          # lazy opening
-        self._ask_lock = threading.Lock()      # one question at a time (its trace is its own)
-        self._store = None
-        self._agent = None
-        self._recorder = None
-
-    def store(self):
-        with self._lock:
-            if self._store is None:
-                from ..params import StoreParams
-                from ..store import open_store
-                self._store = open_store(StoreParams(data_dir=self.config.data_dir, timezone=self.config.timezone))
-            return self._store
-
-    def ask(self, question: str, planner: str, as_of: Optional[float]) -> tuple[dict, list[str]]:
-        """The agent's answer as if asked at ``as_of`` and its tool calls."""
-        from ..agent.query_agent import AgentParams, QueryAgent
-        from ..agent.tools import RecordingClient, StoreMemoryClient
-        store = self.store()
-        with self._ask_lock:
-            if self._agent is None:
-                self._recorder = RecordingClient(StoreMemoryClient(store))
-                self._agent = QueryAgent(self._recorder, AgentParams(
-                    planner=self.config.planner, timezone=self.config.timezone,
-                    llm_base_url=self.config.llm_base_url, llm_model=self.config.llm_model))
-            self._recorder.calls = []
-            answer = self._agent.ask(question, as_of=as_of, planner=planner or "").to_dict()
-            return answer, list(self._recorder.calls)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
 
 
 def _thumbnail(path: Path, box: Optional[list[float]] = None, width: int = THUMB_WIDTH) -> bytes:
@@ -133,9 +90,8 @@ def check_day(day: str) -> None:
             raise HTTPException(400, f"day {day!r}: expected YYYY-MM-DD") from None
 
 
-def create_app(config: InspectorConfig) -> FastAPI:
+def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
     reader = MemoryReader(config.data_dir, config.timezone)
-    backend = Backend(config)
     audit = AuditLog(Path(config.data_dir) / "inspector_audit.jsonl")
     package = resources.files("embodied_memory.inspector")
     templates = Jinja2Templates(directory=str(package / "templates"))
@@ -149,6 +105,8 @@ def create_app(config: InspectorConfig) -> FastAPI:
                   lifespan=lifespan)
     app.mount("/static", StaticFiles(directory=str(package / "static")), name="static")
     app.state.backend, app.state.reader, app.state.audit = backend, reader, audit
+    # the ask box's planners: "" is the configured one (the stack's query agent's with --ros)
+    planners = [(p, p) for p in PLANNERS] if config.planner else [("", "the stack's"), *((p, p) for p in PLANNERS)]
     allowed_hosts = {"127.0.0.1", "localhost", "::1", config.host.lower()}
 
     @app.middleware("http")
@@ -192,6 +150,10 @@ def create_app(config: InspectorConfig) -> FastAPI:
     async def http_error(request: Request, exc: StarletteHTTPException):
         return page(request, "error.html", exc.status_code, status=exc.status_code, message=exc.detail)
 
+    @app.exception_handler(BackendError)
+    async def backend_error(request: Request, exc: BackendError):
+        return await http_error(request, HTTPException(exc.status, str(exc)))
+
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception):
         log.exception("inspector: %s %s failed", request.method, request.url.path)
@@ -226,7 +188,7 @@ def create_app(config: InspectorConfig) -> FastAPI:
         results = []
         if q.strip():
             now = reader.newest_time() or time.time()     # hours ago count from the memory's newest keyframe
-            hits = {h["id"]: h for h in backend.store().semantic_observations(q, person=person or None, n=30, now=now)}
+            hits = {h["id"]: h for h in backend.search(q, person or None, 30, now)}
             # the score is HUMEMBR's (lower is better); hours ago is its recency term
             results = [{**obs, "score": hits[obs["id"]].get("score"), "hours_ago": round((now - obs["t"]) / 3600.0, 1)}
                        for obs in reader.observations_by_id(list(hits))]
@@ -295,15 +257,15 @@ def create_app(config: InspectorConfig) -> FastAPI:
                     others=[i for i in reader.identities() if i["person"] != person])
 
     @app.post("/people/{person}/name")
-    def name_person(person: str, name: str = Form("")):
+    def name_person(request: Request, person: str, name: str = Form(""), merge: str = Form("")):
         writable()
-        from ..store.errors import UnknownPersonError
-        try:
-            kept = backend.store().name_identity(person, name.strip())
-        except UnknownPersonError as exc:
-            raise HTTPException(404, str(exc)) from exc
-        audit.write("name", person=person, name=name.strip(), kept=kept)
-        said = f"named {person} {name.strip()!r}" + (f" (merged into {kept}, already called so)" if kept != person else "")
+        ident, name = known(person), name.strip()
+        other = reader.identity_named(name, other_than=person)
+        if other is not None and merge != "yes":        # a name that merges two people: ask first
+            return page(request, "name_merges.html", p=ident, new_name=name, other=known(other))
+        kept = backend.name(person, name) or (person if reader.identity(person) else reader.identity_named(name))
+        audit.write("name", person=person, name=name, kept=kept)
+        said = f"named {person} {name!r}" + (f" (merged with {other}, already called so)" if other else "")
         return RedirectResponse(f"/people/{quote(kept)}?message={quote(said)}", status_code=303)
 
     @app.post("/people/{person}/merge")
@@ -312,47 +274,50 @@ def create_app(config: InspectorConfig) -> FastAPI:
         known(person), known(into)
         if person == into:
             raise HTTPException(400, f"{person} is already itself: choose another identity to merge into")
-        moved = backend.store().merge_identities(person, into)
-        audit.write("merge", person=person, into=into, sightings_moved=moved)
-        return RedirectResponse(f"/people/{quote(into)}?message={quote(f'merged {person} into {into}: {moved} sightings moved')}",
+        done = backend.merge(person, into)
+        audit.write("merge", person=person, into=into, done=done)
+        return RedirectResponse(f"/people/{quote(into)}?message={quote(f'merged {person} into {into}: {done}')}",
                                 status_code=303)
 
     @app.get("/people/{person}/forget", response_class=HTMLResponse)
     def forget_preview(request: Request, person: str):
         writable()
         ident = known(person)
-        preview = backend.store().forget_identity(person, dry_run=True)
+        preview = backend.forget(person, dry_run=True)
         return page(request, "forget.html", p=ident, preview=preview)
 
     @app.post("/people/{person}/forget", response_class=HTMLResponse)
     def forget_person(request: Request, person: str, confirm: str = Form("")):
         writable()
-        known(person)
+        aliases = known(person)["aliases"]
         if confirm.strip() != person:
             raise HTTPException(400, f"type the identity id {person!r} to confirm; nothing was deleted")
-        result = backend.store().forget_identity(person)
+        result = backend.forget(person, dry_run=False)
         person = result["identity_id"]
         audit.forget_names_of(person)
         audit.write("forget", person=person, **{k: v for k, v in result.items() if k not in ("dry_run", "identity_id")})
-        remaining = reader.remaining_of(person, result.get("aliases", []))
+        remaining = reader.remaining_of(person, result.get("aliases", aliases))
         return page(request, "forgotten.html", person=person, result=result, remaining=remaining)
 
     # -- ask, exploration, health ------------------------------------------------------------
     @app.get("/ask", response_class=HTMLResponse)
     def ask_form(request: Request):
-        return page(request, "ask.html", question="", answer=None, calls=[], planner=config.planner, planners=PLANNERS,
+        return page(request, "ask.html", question="", answer=None, calls=[], planner=config.planner, planners=planners,
                     names=reader.names())
 
     @app.post("/ask", response_class=HTMLResponse)
     def ask(request: Request, question: str = Form(...), planner: str = Form("")):
         if planner and planner not in PLANNERS:
             raise HTTPException(400, f"planner: unknown {planner!r} ({', '.join(PLANNERS)})")
-        as_of = reader.newest_time()   # "today" is the memory's last day (a memory copied off a robot is older)
+        # a running stack answers as of its clock; a memory directory (perhaps copied off a robot) as of
+        # its newest keyframe, so that "today" is the memory's last day
+        as_of = None if backend.live else reader.newest_time()
         answer, calls = backend.ask(question, planner, as_of)
         evidence = reader.observations_by_id(answer.get("evidence", [])[:12])
         return page(request, "ask.html", question=question, answer=answer, calls=calls, evidence=evidence,
-                    planner=planner or config.planner, planners=PLANNERS, names=reader.names(),
-                    as_of=reader.local(as_of).isoformat(timespec="seconds") if as_of else "now")
+                    planner=planner, planners=planners, names=reader.names(),
+                    as_of=(f"{reader.local(as_of).isoformat(timespec='seconds')} (the newest keyframe: \"today\" is "
+                           f"the memory's last day)") if as_of else "now (the stack's clock)")
 
     @app.get("/exploration", response_class=HTMLResponse)
     def exploration(request: Request):
@@ -366,6 +331,6 @@ def create_app(config: InspectorConfig) -> FastAPI:
     @app.get("/health", response_class=HTMLResponse)
     def health(request: Request):
         return page(request, "health.html", h=reader.health(), rates=reader.ingest_rates(),
-                    audit=audit.tail(20))
+                    audit=audit.tail(20), backend=backend.describes)
 
     return app

@@ -201,6 +201,14 @@ class MemoryReader:
                                                      (person,))]
         return ident
 
+    def identity_named(self, name: str, other_than: str = "") -> Optional[str]:
+        """The identity called ``name`` (any case; the lowest id if several), ``other_than`` excepted."""
+        if not name:
+            return None
+        rows = self._rows("SELECT identity_id FROM identities WHERE lower(display_name) = lower(?) AND "
+                          "display_name != '' AND identity_id != ? ORDER BY identity_id LIMIT 1", (name, other_than))
+        return rows[0][0] if rows else None
+
     def _fmt(self, t: Optional[float]) -> str:
         return self.local(t).strftime("%Y-%m-%d %H:%M") if t is not None else ""
 

@@ -1,9 +1,11 @@
-"""``embodied-memory inspect``: serve the inspector on one memory directory."""
+"""``embodied-memory inspect``: serve the inspector on a memory directory, a stack's memory, or
+the running stack (``--ros``)."""
 from __future__ import annotations
 
 import ipaddress
 import logging
 import os
+from dataclasses import fields
 
 from ..config import ConfigError
 
@@ -32,19 +34,84 @@ def token_for(host: str) -> str:
 
 
 def add_inspect_arguments(p) -> None:
-    p.add_argument("--data-dir", required=True, help="the memory node's data_dir (stop the stack first when "
-                                                     "naming, merging or forgetting: the inspector writes to it)")
-    p.add_argument("--timezone", default="UTC", help="the memory's time zone (the memory node's timezone)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data-dir", help="a memory directory (the memory node's data_dir; stop the stack before "
+                                           "naming, merging or forgetting: the inspector opens its store)")
+    source.add_argument("--stack", help="a stack (name or YAML path): its memory node's data_dir and store parameters, "
+                                        "its query agent's planner and endpoint (stop the stack first)")
+    source.add_argument("--ros", action="store_true",
+                        help="the running stack, on this machine: pages read its memory directory (read-only), "
+                             "searches, questions and writes go to its services")
+    p.add_argument("--ask-service", default="", help="--ros: the query agent's Ask service (default /agent/ask)")
+    p.add_argument("--timezone", default=None,
+                   help="the memory's time zone (default: the stack's memory node's; --data-dir: UTC)")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (beyond loopback needs {TOKEN_ENV})")
     p.add_argument("--port", type=int, default=DEFAULT_PORT)
     p.add_argument("--read-only", action="store_true", help="no naming, merging or forgetting")
-    p.add_argument("--planner", default="rules", choices=["auto", "rules", "llm", "full_context"],
-                   help="the ask page's default planner")
-    p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint for the llm planner")
-    p.add_argument("--llm-model", default="")
+    p.add_argument("--planner", default=None, choices=["auto", "rules", "llm", "full_context"],
+                   help="the ask page's default planner (default: the stack's query agent's; --data-dir: auto)")
+    p.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for the llm planner")
+    p.add_argument("--llm-model", default=None)
     p.add_argument("--foxglove", action="store_true",
                    help="also serve the memory as live Foxglove layers (foxglove-sdk WebSocket on 127.0.0.1)")
     p.add_argument("--foxglove-port", type=int, default=8765, help="the Foxglove WebSocket port")
+
+
+def _params_of(cls, values: dict, where: str):
+    """``cls`` (a params dataclass) from the keys of ``values`` it has (a node's YAML parameters)."""
+    names = {f.name for f in fields(cls)}
+    try:
+        params = cls(**{k: v for k, v in values.items() if k in names})
+        params.validate()
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    return params
+
+
+def _overrides(args) -> dict:
+    """What the command line says over the stack's (or the default) parameters."""
+    return {k: v for k, v in (("timezone", args.timezone), ("planner", args.planner),
+                              ("llm_base_url", args.llm_base_url), ("llm_model", args.llm_model)) if v is not None}
+
+
+def store_backend(args):
+    """--data-dir or --stack: (data_dir, timezone, planner, the store backend)."""
+    from ..agent.query_agent import AgentParams
+    from ..params import StoreParams
+    from .backends import StoreBackend
+    memory, agent, where = {"data_dir": args.data_dir}, {}, "--data-dir"
+    if args.stack:
+        from ..stack import load_stack, resolve_stack_path
+        spec = load_stack(resolve_stack_path(args.stack))
+        by_executable = {n.executable: n.parameters for n in spec.nodes}
+        if "memory_node" not in by_executable:
+            raise ConfigError(f"{spec.source}: no memory_node in this stack")
+        memory, agent, where = by_executable["memory_node"], by_executable.get("query_agent_node", {}), spec.source
+    cli = _overrides(args)
+    store = _params_of(StoreParams, {**memory, **cli, "data_dir": os.path.expanduser(memory.get("data_dir") or
+                                                                                       StoreParams.data_dir)}, where)
+    agent_params = _params_of(AgentParams, {**agent, "timezone": store.timezone, **cli}, where)
+    return store.data_dir, store.timezone, agent_params.planner, StoreBackend(store, agent_params)
+
+
+def ros_backend(args):
+    """--ros: (data_dir, timezone, planner, the backend on the running stack's services)."""
+    from .ros_backend import RosBackend
+    if args.llm_base_url or args.llm_model:
+        raise ConfigError("--ros: questions go to the stack's query agent, which has its own endpoint "
+                          "(set llm_base_url in the stack, not here)")
+    backend = RosBackend(ask_service=args.ask_service)
+    try:
+        memory = backend.stack_memory()
+    except Exception as exc:
+        backend.close()
+        raise ConfigError(f"--ros: {exc}") from exc
+    if not os.path.isdir(memory.data_dir):
+        backend.close()
+        raise ConfigError(f"--ros: the memory node keeps its memory in {memory.data_dir}, which is not on this machine "
+                          f"(run the inspector on the robot's computer and open it from here with --host and "
+                          f"{TOKEN_ENV})")
+    return memory.data_dir, args.timezone or memory.timezone, args.planner or "", backend
 
 
 def cmd_inspect(args) -> int:
@@ -53,20 +120,24 @@ def cmd_inspect(args) -> int:
     from ..agent.query_agent import check_timezone
     from .app import InspectorConfig, create_app
     from .reader import MemoryNotFound
+    if args.ask_service and not args.ros:
+        raise ConfigError("--ask-service: only with --ros")
+    if args.timezone is not None:
+        try:
+            check_timezone(args.timezone)
+        except ValueError as exc:
+            raise ConfigError(f"--timezone: {exc}") from exc
+    token = token_for(args.host)
+    data_dir, timezone, planner, backend = ros_backend(args) if args.ros else store_backend(args)
+    config = InspectorConfig(data_dir=data_dir, timezone=timezone, read_only=args.read_only, token=token,
+                             host=args.host, planner=planner)
     try:
-        check_timezone(args.timezone)
-    except ValueError as exc:
-        raise ConfigError(f"--timezone: {exc}") from exc
-    config = InspectorConfig(data_dir=os.path.expanduser(args.data_dir), timezone=args.timezone,
-                             read_only=args.read_only, token=token_for(args.host), host=args.host,
-                             planner=args.planner,
-                             llm_base_url=args.llm_base_url, llm_model=args.llm_model)
-    try:
-        app = create_app(config)
+        app = create_app(config, backend)
     except MemoryNotFound as exc:
+        backend.close()
         raise ConfigError(str(exc)) from exc
-    log.info("inspector on http://%s:%d/ (%s%s)", args.host, args.port, config.data_dir,
-             ", read-only" if config.read_only else "")
+    log.info("inspector on http://%s:%d/ (%s%s; %s)", args.host, args.port, config.data_dir,
+             ", read-only" if config.read_only else "", backend.describes)
     layers = None
     if args.foxglove:      # loopback only: the Foxglove protocol carries no token
         from .foxglove_layers import FoxgloveLayers
@@ -76,4 +147,5 @@ def cmd_inspect(args) -> int:
     finally:
         if layers is not None:
             layers.stop()
+        backend.close()
     return 0

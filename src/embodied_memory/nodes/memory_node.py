@@ -33,7 +33,8 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ..config import ConfigError
-from ..params import MemoryNodeParams, StoreParams
+from ..params import (MEMORY_FORGET_SERVICE, MEMORY_NAME_SERVICE, MEMORY_QUERY_SERVICE, MEMORY_STATS_SERVICE,
+                      MemoryNodeParams, StoreParams)
 from ..store import open_store
 from ..store.errors import StoreError, StoreWriteError
 from ..store.image_files import insert_with_images, sweep_partial_images
@@ -123,10 +124,10 @@ class MemoryNode(ManagedNode):
             EpisodeMap, p.episode_maps_topic, h.guard(self._gated(self._on_episode_map), "episode map"),
             QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)))
         for srv_type, name, callback, group in (
-                (QueryMemory, "/memory/query", self._on_query, reads),
-                (GetMemoryStats, "/memory/stats", self._on_stats, reads),
-                (Forget, "/memory/forget", self._on_forget, writes),
-                (NameIdentity, "/memory/name_identity", self._on_name, writes)):
+                (QueryMemory, MEMORY_QUERY_SERVICE, self._on_query, reads),
+                (GetMemoryStats, MEMORY_STATS_SERVICE, self._on_stats, reads),
+                (Forget, MEMORY_FORGET_SERVICE, self._on_forget, writes),
+                (NameIdentity, MEMORY_NAME_SERVICE, self._on_name, writes)):
             add((self.destroy_service, self.create_service(
                 srv_type, name, h.guard_service(self._gated(callback, refuse=True), name.rsplit("/", 1)[-1]),
                 qos_profile=service_qos(), callback_group=group)))
@@ -250,7 +251,7 @@ class MemoryNode(ManagedNode):
     def _on_stats(self, _request, response):
         s = self.store.stats()
         response.stats = MemoryStats(
-            backend=s["backend"], data_dir=s["data_dir"], episodes=s["episodes"],
+            backend=s["backend"], data_dir=s["data_dir"], timezone=self.params.timezone, episodes=s["episodes"],
             observations=s["observations"], regions=s["regions"], person_sightings=s["person_sightings"],
             identities=s["identities"], rules=s["rules"], bytes_on_disk=s["bytes_on_disk"],
             oldest=to_time_msg(s["oldest"] or 0.0), newest=to_time_msg(s["newest"] or 0.0))
@@ -276,6 +277,8 @@ class MemoryNode(ManagedNode):
         response.observations_removed = result["observations_removed"]
         response.sightings_removed = result["sightings_removed"]
         response.files_removed = result["files_removed"]
+        response.images_removed = result.get("images_removed", 0)
+        response.identity_id = result.get("identity_id", "")
         response.message = ("would remove" if request.dry_run else "removed") + \
             f" {result['observations_removed']} observations, {result['sightings_removed']} sightings"
         self._dirty.set()

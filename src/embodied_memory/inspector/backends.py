@@ -1,0 +1,98 @@
+"""What the inspector's search box, ask box and operator writes run on.
+
+``StoreBackend`` opens the memory directory's store itself (the stack must not hold it);
+``RosBackend`` (ros_backend.py, ``inspect --ros``) sends each of them to the running stack's
+services. Both answer the same calls and raise ``BackendError`` with an HTTP status.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Optional, Protocol
+
+from ..agent.query_agent import AgentParams
+from ..params import StoreParams
+
+
+class BackendError(RuntimeError):
+    def __init__(self, message: str, status: int = 503):
+        super().__init__(message)
+        self.status = status
+
+
+class Backend(Protocol):
+    describes: str          # shown on the health page: where searches, questions and writes go
+    live: bool              # a running stack (questions as of its clock), not a directory at rest
+
+    def search(self, query: str, person: Optional[str], n: int, now: float) -> list[dict]:
+        """Semantic search with the recency score: [{"id", "score", ...}], best first."""
+
+    def name(self, person: str, name: str) -> str:
+        """Name an identity; returns the identity kept (a name another identity has merges them)."""
+
+    def merge(self, person: str, into: str) -> str:
+        """Merge ``person`` into ``into``; returns what was done, in words."""
+
+    def forget(self, person: str, dry_run: bool) -> dict:
+        """sightings_removed, files_removed, images_removed, identity_id, aliases."""
+
+    def ask(self, question: str, planner: str, as_of: Optional[float]) -> tuple[dict, list[str]]:
+        """The agent's answer (Answer.to_dict()) as if asked at ``as_of``, and its tool calls."""
+
+    def close(self) -> None: ...
+
+
+class StoreBackend:
+    """The memory directory's own store and a query agent over it (opened lazily: the pages
+    that only list need neither)."""
+
+    def __init__(self, store_params: StoreParams, agent_params: AgentParams):
+        self.store_params, self.agent_params = store_params, agent_params
+        self.live = False
+        self.describes = f"the store in {store_params.data_dir} ({store_params.backend}), opened by the inspector"
+        self._lock = threading.Lock()          # lazy opening
+        self._ask_lock = threading.Lock()      # one question at a time (its trace is its own)
+        self._store = None
+        self._agent = None
+        self._recorder = None
+
+    def store(self):
+        with self._lock:
+            if self._store is None:
+                from ..store import open_store
+                self._store = open_store(self.store_params)
+            return self._store
+
+    def search(self, query: str, person: Optional[str], n: int, now: float) -> list[dict]:
+        return self.store().semantic_observations(query, person=person, n=n, now=now)
+
+    def name(self, person: str, name: str) -> str:
+        from ..store.errors import UnknownPersonError
+        try:
+            return self.store().name_identity(person, name)
+        except UnknownPersonError as exc:
+            raise BackendError(str(exc), 404) from exc
+
+    def merge(self, person: str, into: str) -> str:
+        moved = self.store().merge_identities(person, into)
+        return f"{moved} sightings moved"
+
+    def forget(self, person: str, dry_run: bool) -> dict:
+        return self.store().forget_identity(person, dry_run=dry_run)
+
+    def ask(self, question: str, planner: str, as_of: Optional[float]) -> tuple[dict, list[str]]:
+        from ..agent.query_agent import QueryAgent
+        from ..agent.tools import RecordingClient, StoreMemoryClient
+        store = self.store()
+        with self._ask_lock:
+            if self._agent is None:
+                self._recorder = RecordingClient(StoreMemoryClient(store))
+                self._agent = QueryAgent(self._recorder, self.agent_params)
+            self._recorder.calls = []
+            answer = self._agent.ask(question, as_of=as_of, planner=planner or "").to_dict()
+            return answer, list(self._recorder.calls)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
