@@ -124,6 +124,9 @@ def test_every_page_loads_without_console_errors_and_fits_the_viewport(browser, 
         assert response.status == 200, name
         page.wait_for_load_state("networkidle")
         assert page.locator("h1").first.is_visible(), name
+        if name == "map":     # a legend: the marks, the colour ramp's times, a scale bar in metres
+            items = page.locator("ul.legend li").all_inner_texts()
+            assert "keyframe pose" in items[0] and any(i.endswith(" m") for i in items), items
         overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"{name} is {overflow} px wider than a {viewport} viewport"
         page.screenshot(path=str(SHOTS / f"{name}_{viewport}.png"), full_page=viewport == "desk" and name != "timeline")

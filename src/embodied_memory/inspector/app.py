@@ -32,7 +32,7 @@ from fastapi.templating import Jinja2Templates
 from ..agent.query_agent import PLANNERS
 from .audit import AuditLog
 from .backends import Backend, BackendError
-from .map_view import MapView
+from .map_view import MapView, person_colour
 from .reader import PAGE_SIZE, MemoryReader
 
 log = logging.getLogger(__name__)
@@ -224,17 +224,23 @@ def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
 
     # -- map ------------------------------------------------------------------------------
     @app.get("/map", response_class=HTMLResponse)
-    def map_page(request: Request, day: str = "", person: str = "", color: str = "time", episode: str = ""):
+    def map_page(request: Request, day: Optional[str] = None, person: str = "", color: str = "time", episode: str = ""):
+        days = reader.days()
+        if day is None:                  # no choice yet: the newest day, as the timeline
+            day = days[-1]["day"] if days else "all"
         check_day(day)
         if color not in ("time", "person"):
             raise HTTPException(400, f"color {color!r}: time or person")
-        day = "" if day == "all" else day
-        points = reader.map_points(day, person)
+        points = reader.map_points("" if day == "all" else day, person)
         grids = reader.occupancy_maps()
         grid = next((g for g in grids if g["episode"] == episode), grids[0] if grids else None)
         view = MapView.fit(points, grid)
+        names = reader.names()
+        legend_people = [{"label": "unidentified" if p == "?" else names.get(p, p), "colour": person_colour(p)}
+                         for p in sorted({s.get("person") or "?" for s in points["sightings"]})]
         return page(request, "map.html", view=view, points=points, day=day, person=person, color=color, grid=grid,
-                    grids=grids, days=reader.days(), people=reader.identities(), names=reader.names())
+                    grids=grids, days=days, people=reader.identities(), names=names,
+                    legend_people=legend_people, clock=lambda t: reader.local(t).strftime("%H:%M"))
 
     @app.get("/occupancy/{episode:path}.png")
     def occupancy_png(episode: str):

@@ -69,6 +69,16 @@ class MapView:
     def colour(self, point: dict, by: str) -> str:
         return person_colour(point.get("person") or "?") if by == "person" else time_colour(point["t"], self.t0, self.t1)
 
+    def time_steps(self, n: int = 5) -> list[tuple[str, float]]:
+        """(colour, time) from the earliest to the latest keyframe shown: the legend's ramp."""
+        return [(time_colour(t, self.t0, self.t1), t) for t in np.linspace(self.t0, self.t1, n)]
+
+    def scale_bar(self) -> tuple[float, float]:
+        """(metres, pixels): a round length near a sixth of the map's width."""
+        target = self.width / self.scale / 6.0
+        metres = next((m for m in (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500) if m >= target), 1000)
+        return float(metres), round(metres * self.scale, 1)
+
     @staticmethod
     def grid_png(grid: np.ndarray) -> bytes:
         """nav_msgs/OccupancyGrid values (-1 unknown, 0 free .. 100 occupied), row 0 at the lowest y."""

@@ -18,6 +18,8 @@ from ..store.image_files import file_in
 
 DB_NAME = "memory.sqlite3"
 PAGE_SIZE = 200                 # keyframes per timeline page
+MAP_POINTS = 3000               # most keyframe poses, sightings or path points drawn per map (evenly thinned)
+QUARTER_S = 900
 TABLES = ("episodes", "observations", "regions", "sightings", "identities", "identity_aliases",
           "forgotten_identities", "summaries", "rules", "occupancy_maps")
 _OBS = "id, observation_id, t, episode_id, waypoint_id, x, y, z, yaw, frame_id, description, image_path, persons"
@@ -90,14 +92,21 @@ class MemoryReader:
                 "persons": [p for p in (row["persons"] or "").split(",") if p]}
 
     # -- timeline --------------------------------------------------------------------------
+    def _per_local_hour(self, table: str, where: str = "", args: tuple = ()) -> dict[str, Counter]:
+        """Rows of ``table`` per local day and hour, counted in SQL per quarter hour of UTC (every
+        time zone's offset is a whole number of quarter hours), so a long memory is not read row
+        by row."""
+        per_day: dict[str, Counter] = defaultdict(Counter)
+        for quarter, n in self._rows(f"SELECT CAST(t / {QUARTER_S} AS INTEGER) AS q, COUNT(*) FROM {table} "
+                                     f"WHERE t IS NOT NULL {where} GROUP BY q", args):
+            local = self.local(quarter * QUARTER_S)
+            per_day[local.date().isoformat()][local.hour] += n
+        return per_day
+
     def days(self) -> list[dict]:
         """Every day with keyframes: count and keyframes per hour (0-23)."""
-        hours: dict[str, Counter] = defaultdict(Counter)
-        for (t,) in self._rows("SELECT t FROM observations"):
-            local = self.local(t)
-            hours[local.date().isoformat()][local.hour] += 1
         return [{"day": day, "count": sum(c.values()), "hours": [c.get(h, 0) for h in range(24)]}
-                for day, c in sorted(hours.items())]
+                for day, c in sorted(self._per_local_hour("observations").items())]
 
     def observations(self, day: Optional[str] = None, hour: Optional[int] = None, waypoint: str = "",
                      person: str = "", limit: int = PAGE_SIZE, offset: int = 0) -> list[dict]:
@@ -192,10 +201,8 @@ class MemoryReader:
         if not found:
             return None
         ident = found[0]
-        per_day: Counter = Counter()
-        for (t,) in self._rows("SELECT t FROM sightings WHERE identity_id = ?", (person,)):
-            per_day[self.day_of(t)] += 1
-        ident["per_day"] = sorted(per_day.items())
+        per_day = self._per_local_hour("sightings", "AND identity_id = ?", (person,))
+        ident["per_day"] = sorted((day, sum(hours.values())) for day, hours in per_day.items())
         ident["crops"] = self.best_crops(person, crops)
         ident["aliases"] = [r[0] for r in self._rows("SELECT alias_id FROM identity_aliases WHERE identity_id = ?",
                                                      (person,))]
@@ -213,24 +220,41 @@ class MemoryReader:
         return self.local(t).strftime("%Y-%m-%d %H:%M") if t is not None else ""
 
     # -- map -------------------------------------------------------------------------------
-    def map_points(self, day: str = "", person: str = "") -> dict:
+    def _thinned(self, sql: str, args: tuple, limit: int) -> tuple[list[sqlite3.Row], int]:
+        """The rows of ``sql`` (a SELECT with a ``t`` column) in time order, every k-th one when
+        there are more than ``limit``; and how many there are."""
+        total = self._conn().execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
+        if total <= limit:
+            return self._rows(f"{sql} ORDER BY t", args), total
+        step = -(-total // limit)
+        return self._rows(f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY t) - 1 AS rn FROM ({sql})) "
+                          f"WHERE rn % {step} = 0 ORDER BY t", args), total
+
+    def map_points(self, day: str = "", person: str = "", limit: int = MAP_POINTS) -> dict:
         """Observation positions (with time), sighting positions (with person), waypoints (mean
-        position) and a person's path over the day, all in the stored frame."""
+        position) and a person's path over the day, all in the stored frame; at most ``limit``
+        of each, evenly thinned (``counts`` says how many there are)."""
         where, args = "", ()
         if day:
             where, args = " AND t >= ? AND t < ?", self.day_bounds(day)
+        obs_rows, n_obs = self._thinned(f"SELECT observation_id, x, y, t, frame_id FROM observations WHERE x IS NOT "
+                                        f"NULL{where}", args, limit)
         obs = [{"id": r["observation_id"], "x": r["x"], "y": r["y"], "t": r["t"], "frame": r["frame_id"] or ""}
-               for r in self._rows(f"SELECT observation_id, x, y, t, frame_id FROM observations WHERE x IS NOT NULL"
-                                   f"{where} ORDER BY t", args)]
-        sightings = [{"person": r["identity_id"] or "", "x": r["px"], "y": r["py"], "t": r["t"]}
-                     for r in self._rows(f"SELECT identity_id, px, py, t FROM sightings WHERE px IS NOT NULL{where} "
-                                         f"ORDER BY t", args)]
+               for r in obs_rows]
+        sighting_sql = f"SELECT identity_id, px, py, t FROM sightings WHERE px IS NOT NULL{where}"
+        rows, n_sightings = self._thinned(sighting_sql, args, limit)
+        sightings = [{"person": r["identity_id"] or "", "x": r["px"], "y": r["py"], "t": r["t"]} for r in rows]
+        path = []
+        if person:
+            rows, _ = self._thinned(sighting_sql + " AND identity_id = ?", (*args, person), limit)
+            path = [{"person": person, "x": r["px"], "y": r["py"], "t": r["t"]} for r in rows]
         waypoints = [{"id": r[0], "x": r[1], "y": r[2], "n": r[3]} for r in self._rows(
             "SELECT waypoint_id, AVG(x), AVG(y), COUNT(*) FROM observations WHERE x IS NOT NULL AND waypoint_id "
             "IS NOT NULL AND waypoint_id != '' GROUP BY waypoint_id ORDER BY waypoint_id")]
-        path = [s for s in sightings if s["person"] == person] if person else []
-        frames = sorted({o["frame"] for o in obs if o["frame"]})
-        return {"observations": obs, "sightings": sightings, "waypoints": waypoints, "path": path, "frames": frames}
+        frames = [r[0] for r in self._rows(f"SELECT DISTINCT frame_id FROM observations WHERE x IS NOT NULL AND "
+                                           f"COALESCE(frame_id, '') != ''{where} ORDER BY frame_id", args)]
+        return {"observations": obs, "sightings": sightings, "waypoints": waypoints, "path": path, "frames": frames,
+                "counts": {"observations": n_obs, "sightings": n_sightings}}
 
     def occupancy_maps(self) -> list[dict]:
         return [{"episode": r[0], "resolution": r[1], "origin": [r[2], r[3]], "width": r[4], "height": r[5]}
@@ -256,8 +280,9 @@ class MemoryReader:
 
     def episode_path(self, episode: str) -> list[dict]:
         """An episode's keyframe positions in time order (the exploration page's path)."""
-        return [{"x": r[0], "y": r[1], "t": r[2]} for r in self._rows(
-            "SELECT x, y, t FROM observations WHERE episode_id = ? AND x IS NOT NULL ORDER BY t", (episode,))]
+        rows, _ = self._thinned("SELECT x, y, t FROM observations WHERE episode_id = ? AND x IS NOT NULL",
+                                (episode,), MAP_POINTS)
+        return [{"x": r[0], "y": r[1], "t": r[2]} for r in rows]
 
     def rules(self) -> list[dict]:
         return [{"kind": r["kind"] or "", "key": r["key"] or "", "condition": r["condition"] or "",
@@ -305,8 +330,6 @@ class MemoryReader:
         if not days:
             return []
         day = days[-1]["day"]
-        sightings: Counter = Counter()
-        for (t,) in self._rows("SELECT t FROM sightings WHERE t >= ? AND t < ?", self.day_bounds(day)):
-            sightings[self.local(t).hour] += 1
+        sightings = self._per_local_hour("sightings", "AND t >= ? AND t < ?", self.day_bounds(day)).get(day, Counter())
         return [{"day": day, "hour": h, "keyframes": n, "sightings": sightings.get(h, 0)}
                 for h, n in enumerate(days[-1]["hours"]) if n]
