@@ -721,13 +721,16 @@ class MemoryStore:
     def _ranked(self, kind: str, query_vec: np.ndarray, n: int, *, before: Optional[float],
                 now: Optional[float], use_recency: bool, subset: Optional[np.ndarray] = None,
                 accept: Optional[Callable[[sqlite3.Row], bool]] = None) -> list[tuple[float, sqlite3.Row]]:
-        """Top-n rows by score (lower is better).
+        """Top-n rows by score (lower is better), exact for an exact index (flat FAISS, Milvus
+        within its top-k limit) under every filter (``subset``, ``before``, ``accept``).
 
-        One vector search fetches the index's ``candidates`` nearest by cosine (a flat scan
-        costs the same for k=32 or k=2048); they are re-scored with the recency term.  The
-        result equals a full scan whenever the n-th score is below a*(1 - lowest candidate
-        similarity), i.e. whenever something is clearly similar to the query.  ``now`` (the
-        question's time, needed only with ``use_recency``) is what "hours ago" counts from."""
+        A vector search fetches the k nearest by cosine (first the index's ``candidates``); they
+        are re-scored with the recency term and filtered. A record outside them has a similarity
+        of at most the k-th one's, so its score is at least ``bound`` = a*(1 - s_k) plus the
+        smallest time penalty any eligible record can have; while the n-th score found is above
+        that bound (or fewer than n passed the filters), k grows fourfold, up to every vector.
+        ``now`` (the question's time, needed only with ``use_recency``) is what "hours ago"
+        counts from."""
         if use_recency and now is None:
             raise StoreError("recency ranking needs the question time (now)")
         index = self._index(kind)
@@ -737,7 +740,27 @@ class MemoryStore:
         total = index.count() if subset is None else len(subset)
         if total == 0:
             return []
-        ids, sims = index.search(query_vec, min(total, max(index.candidates, 4 * n)), subset)
+        least_penalty = 0.0
+        if use_recency and len(self._time_vals):
+            newest = float(self._time_vals.max()) if before is None else min(before, float(self._time_vals.max()))
+            least_penalty = self.recency.weight_time * float(self.recency.penalty((now - newest) / 3600.0))
+        k = min(total, max(index.candidates, 4 * n), index.max_k)
+        while True:
+            ids, sims = index.search(query_vec, k, subset)
+            best = self._best_of(ids, sims, n, before=before, now=now, use_recency=use_recency, accept=accept)
+            if len(ids) < k or k >= min(total, index.max_k):
+                if k < total:
+                    log.warning("%s search: %d of %d vectors ranked (the index's top-k limit): the result is "
+                                "exact among them only", kind, k, total)
+                return best
+            bound = self.recency.weight_cos * (1.0 - float(sims.min())) + least_penalty
+            if len(best) == n and best[-1][0] <= bound:
+                return best
+            k = min(total, k * 4, index.max_k)
+
+    def _best_of(self, ids: np.ndarray, sims: np.ndarray, n: int, *, before: Optional[float], now: Optional[float],
+                 use_recency: bool, accept) -> list[tuple[float, sqlite3.Row]]:
+        """The n best-scored of these search hits that pass the filters."""
         times, known = self._times_of(ids)
         keep = known & ((times <= before) if before is not None else True)
         ids, sims, times = ids[keep], sims[keep].astype(np.float64), times[keep]

@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 class VectorIndex(Protocol):
     dim: int
-    candidates: int  # how many nearest neighbours a ranked query fetches for re-scoring
+    candidates: int  # how many nearest neighbours a ranked query fetches first for re-scoring
+    max_k: int       # the most one search returns (a ranked query widens up to it)
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None: ...
     def remove(self, ids: np.ndarray) -> None: ...
@@ -49,6 +50,7 @@ Batches = Iterator[tuple[np.ndarray, np.ndarray]]
 
 class FaissVectorIndex:
     candidates = 2048
+    max_k = 2**62        # every vector
 
     def __init__(self, path: Path, dim: int, *, ivf_min_vectors: int = 200_000, nprobe: int = 32):
         import faiss  # imported here: the Milvus backend does not need it
@@ -242,6 +244,7 @@ class MilvusVectorIndex:
     them from the environment, see ``milvus_credentials``)."""
 
     candidates = 256  # result size is what Milvus (Lite especially) pays for
+    max_k = 16384     # Milvus' topk limit
     _FILTER_IDS = 1000  # ids per "id in [...]" filter
 
     def __init__(self, uri: str, collection: str, dim: int, token: str = "", user: str = "", password: str = ""):
@@ -344,7 +347,7 @@ class MilvusVectorIndex:
             if len(subset) == 0:
                 return np.zeros(0, np.int64), np.zeros(0, np.float32)
             kwargs["filter"] = f"id in [{','.join(str(int(i)) for i in subset)}]"
-        k = max(1, min(int(k), 16384))  # Milvus' topk limit
+        k = max(1, min(int(k), self.max_k))
         hits = self._client.search(self.collection, data=[np.asarray(vector, np.float32).tolist()],
                                    limit=k, anns_field="vector",
                                    search_params={"metric_type": "IP"}, **kwargs)[0]

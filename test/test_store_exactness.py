@@ -1,0 +1,65 @@
+"""Semantic search with recency is exact for the flat index under every filter: thousands of
+near-duplicate old descriptions fill any fixed candidate list, and the recent match (a little
+less similar, far more recent) must still win, with a person filter and with ``before``."""
+import numpy as np
+import pytest
+
+from embodied_memory.store import open_store
+from embodied_memory.types import Observation, PersonSighting, Pose
+
+from store_fixtures import HOUR, T0, make_params
+
+OLD = "a red mug on the kitchen counter next to the coffee machine"
+RECENT = "a red mug on the kitchen counter next to the coffee machine this morning"
+N_OLD = 5000            # more than the index's first candidate list (2048 for FAISS, 256 Milvus)
+
+
+def _obs(i, t, text, people=()):
+    return Observation(f"o{i}", t, "day", Pose(float(i % 50), 0.0, 0.0, 0.0), description=text, waypoint_id="kitchen",
+                       people=[PersonSighting((0, 0, 10, 20), p, 0.9, 0.8) for p in people])
+
+
+@pytest.fixture(scope="module", params=["sqlite_faiss", "milvus"])
+def store(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("exact")
+    s = open_store(make_params(tmp, request.param))
+    old = [_obs(i, T0 + i, OLD, people=["alice"] if i % 2 else ()) for i in range(N_OLD)]
+    s.insert(old)
+    s.insert([_obs(N_OLD, T0 + 290 * HOUR, RECENT, people=["alice"]),
+              _obs(N_OLD + 1, T0 + 300 * HOUR, RECENT, people=["bob"])])
+    yield s
+    s.close()
+
+
+def test_the_fixture_defeats_a_fixed_candidate_list(store):
+    index = store._index("text")
+    assert N_OLD > index.candidates
+    sims = {text: float(np.dot(store.embed_text(OLD), store.embed_text(text))) for text in (OLD, RECENT)}
+    assert sims[RECENT] < sims[OLD] - 1e-3        # the recent match is the less similar one
+
+
+def test_the_recent_match_wins_over_thousands_of_old_duplicates(store):
+    now = T0 + 301 * HOUR
+    top = store.semantic_observations(OLD, n=3, now=now)
+    assert [h["id"] for h in top[:2]] == [f"o{N_OLD + 1}", f"o{N_OLD}"]
+    # with the person filter: alice's recent sighting, not one of her 2,500 old ones
+    assert store.semantic_observations(OLD, person="alice", n=1, now=now)[0]["id"] == f"o{N_OLD}"
+    # before bob's: the recent one is alice's
+    before = store.semantic_observations(OLD, n=1, before=T0 + 295 * HOUR, now=T0 + 295 * HOUR)
+    assert before[0]["id"] == f"o{N_OLD}"
+
+
+def test_the_widened_result_equals_a_full_scan(store):
+    now = T0 + 301 * HOUR
+    got = [(h["id"], h["score"]) for h in store.semantic_observations(OLD, n=30, now=now)]
+    rows = store._conn().execute("SELECT observation_id, t, text_emb FROM observations").fetchall()
+    q = store.embed_text(OLD)
+    q = q / np.linalg.norm(q)
+    scored = []
+    for oid, t, blob in rows:
+        v = np.frombuffer(blob, np.float32)
+        sim = float(np.dot(q, v / np.linalg.norm(v)))
+        scored.append((float(store.recency.score(np.array([sim]), np.array([(now - t) / 3600.0]))[0]), oid))
+    scored.sort()
+    assert [s for s, _ in scored[:30]] == pytest.approx([s for _, s in got], abs=1e-4)
+    assert got[0][0] == scored[0][1] and got[1][0] == scored[1][1]
