@@ -110,3 +110,93 @@ def test_ivf_index_survives_forget_and_reopen(tmp_path):
     hits = store.semantic_observations("item on shelf", person="pat", n=20, now=T0 + 700)
     assert sorted(int(h["id"][1:]) for h in hits) == list(range(150, 600, 50))
     store.close()
+
+
+def test_inserts_and_searches_do_not_wait_for_a_snapshot_being_written(tmp_path, monkeypatch):
+    """The periodic snapshot runs in the background: while its file is being written (its
+    fsync held here), inserts are stored and indexed and queries answer."""
+    import threading
+
+    from embodied_memory.store import vector_index
+    from store_fixtures import T0, obs
+    store = open_store(make_params(tmp_path, "sqlite_faiss", checkpoint_every=20))
+    store.insert([obs(i, T0 + i, f"record {i} in the corridor") for i in range(5)])
+    store.warm_up()
+    writing, release = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def held_fsync(fd):
+        if threading.current_thread().name == "vector_snapshot":
+            writing.set()
+            release.wait(30)
+        real_fsync(fd)
+    monkeypatch.setattr(vector_index.os, "fsync", held_fsync)
+    try:
+        store.insert([obs(i, T0 + i, f"record {i} in the corridor") for i in range(5, 25)])   # due: in the background
+        assert writing.wait(10), "no background snapshot started"
+        store.insert([obs(99, T0 + 99, "a bicycle in the lobby")])        # returns while the snapshot is held
+        assert store.text_observations("bicycle lobby", k=1)[0]["id"] == "o99"
+        assert store._checkpointer.is_alive()          # still held: neither call waited for it
+    finally:
+        release.set()
+        store.close()
+    reopened = open_store(make_params(tmp_path, "sqlite_faiss"))
+    try:
+        assert reopened.stats()["vectors"]["text"] == 26
+    finally:
+        reopened.close()
+
+
+SNAPSHOTTING_WRITER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {test_dir!r})
+    from store_fixtures import make_params, obs, T0
+    from embodied_memory.store import open_store
+    from pathlib import Path
+    store = open_store(make_params(Path({tmp!r}), "sqlite_faiss", checkpoint_every=1000))
+    store.warm_up()          # the indexes open (a closed one is caught up from SQLite when it opens)
+    i = 0
+    while True:
+        batch = [obs(i + j, T0 + i + j, f"record {{i + j}} in the corridor", float(j), 0.0, "corridor",
+                     episode="crash") for j in range(250)]
+        for oid in store.insert(batch):
+            print(oid, flush=True)   # acknowledged
+        i += 250
+""")
+
+
+def test_kill_9_while_a_snapshot_is_written_loses_nothing(tmp_path):
+    """SIGKILL exactly while the background snapshot's temporary file is being written (tens
+    of MB): every acknowledged record is stored, the vector index holds each one once, the
+    newest is found."""
+    import threading
+    import time
+    code = SNAPSHOTTING_WRITER.format(test_dir=os.path.dirname(__file__), tmp=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    acked = []
+    reader = threading.Thread(target=lambda: acked.extend(line.strip() for line in proc.stdout), daemon=True)
+    reader.start()
+    tmp_snapshot = tmp_path / "store" / "text.faiss.tmp"
+    caught = False
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            if len(acked) >= 15000 and tmp_snapshot.exists():
+                os.kill(proc.pid, signal.SIGKILL)
+                caught = True
+                break
+            time.sleep(0.0005)
+    finally:
+        proc.kill()
+        proc.wait()
+        reader.join(10)
+    assert caught, f"no snapshot was caught being written ({len(acked)} records acknowledged)"
+    store = open_store(make_params(tmp_path, "sqlite_faiss"))
+    try:
+        stored = {r["id"] for r in store.observations_between(0, 1e12, limit=10**6)}
+        assert set(acked) <= stored
+        assert store.stats()["vectors"]["text"] == len(stored)       # each once
+        newest = acked[-1]
+        assert store.text_observations(f"record {newest[1:]} corridor", k=1)[0]["id"] == newest
+    finally:
+        store.close()

@@ -138,6 +138,8 @@ class MemoryStore:
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._inserted_since_checkpoint = 0
+        self._checkpointer: Optional[threading.Thread] = None     # the background snapshot, when one runs
+        self._checkpointer_lock = threading.Lock()
         self.rejections: collections.Counter = collections.Counter()  # rejected records per kind
         self._rejections_lock = threading.Lock()
         self.db_path = self.data_dir / "memory.sqlite3"
@@ -279,6 +281,10 @@ class MemoryStore:
         return self.text_embedder.embed([text])[0]
 
     def close(self) -> None:
+        with self._checkpointer_lock:
+            checkpointer = self._checkpointer
+        if checkpointer is not None:
+            checkpointer.join()
         with self._write_lock:
             self.checkpoint()
             for index in self._indexes.values():
@@ -296,11 +302,33 @@ class MemoryStore:
         max_id = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0]
         gen = self._generation()
         ok = True
-        with self._index_lock:
-            for index in list(self._indexes.values()):
-                ok = self._checkpoint_index(index, max_id, gen) and ok
+        with self._index_lock:             # not held while writing: inserts and queries go on
+            indexes = list(self._indexes.values())
+        for index in indexes:
+            ok = self._checkpoint_index(index, max_id, gen) and ok
         self._inserted_since_checkpoint = 0
         return ok
+
+    def _checkpoint_in_background(self) -> None:
+        """Every ``checkpoint_every`` inserts: a snapshot written by a thread of its own, so no
+        insert waits for it (one at a time; the next one is due after as many inserts again)."""
+        with self._checkpointer_lock:
+            if self._checkpointer is not None and self._checkpointer.is_alive():
+                return
+            self._inserted_since_checkpoint = 0
+            self._checkpointer = threading.Thread(target=self._checkpoint_and_close, name="vector_snapshot",
+                                                  daemon=True)
+            self._checkpointer.start()
+
+    def _checkpoint_and_close(self) -> None:
+        try:
+            self.checkpoint()
+        except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation; SQLite holds the records
+            log.error("background vector snapshot failed: %s", exc)
+        finally:
+            conn = getattr(self._local, "conn", None)     # this thread's own connection
+            if conn is not None:
+                conn.close()
 
     def _checkpoint_index(self, index, max_id: int, gen: int) -> bool:
         try:
@@ -591,7 +619,7 @@ class MemoryStore:
             self._remove_files(dropped_crops)
             self._inserted_since_checkpoint += len(result.stored)
             if self._inserted_since_checkpoint >= self.params.checkpoint_every:
-                self.checkpoint()
+                self._checkpoint_in_background()
         except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation; SQLite holds the records
             log.error("after storing %d observations: %s", len(result.stored), exc)
         return result

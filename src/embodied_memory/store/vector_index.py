@@ -61,6 +61,7 @@ class FaissVectorIndex:
         self.ivf_min_vectors = ivf_min_vectors
         self.nprobe = nprobe
         self._lock = threading.RLock()
+        self._snapshot_lock = threading.Lock()
         self._index = self._new_flat()
         self.max_id = 0        # highest row id the snapshot (or memory) holds
         self.generation = -1
@@ -181,21 +182,31 @@ class FaissVectorIndex:
             self._index = ivf
 
     def checkpoint(self, max_id: int, generation: int) -> None:
-        with self._lock:
-            if self.kind == "flat" and self._index.ntotal >= self.ivf_min_vectors:
-                log.info("%s reached %d vectors: switching to IVF", self.path.stem, self._index.ntotal)
-                inner = self._faiss.downcast_index(self._index.index)
-                vecs = inner.reconstruct_n(0, self._index.ntotal)
-                ids = self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
-                self._rebuild_ivf(iter([(ids, vecs)]))
+        """Write the snapshot: the index is copied to memory under its lock (adds and searches
+        wait for a copy, never for the disk), then written to a temporary file, synced and
+        renamed over the old one, then its metadata (the snapshot's own highest id and count:
+        a crash between the two is seen at the next start and rebuilt from SQLite).
+        Snapshots are written one at a time, in the order their copies were taken."""
+        with self._snapshot_lock:
+            with self._lock:
+                if self.kind == "flat" and self._index.ntotal >= self.ivf_min_vectors:
+                    log.info("%s reached %d vectors: switching to IVF", self.path.stem, self._index.ntotal)
+                    inner = self._faiss.downcast_index(self._index.index)
+                    vecs = inner.reconstruct_n(0, self._index.ntotal)
+                    ids = self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
+                    self._rebuild_ivf(iter([(ids, vecs)]))
+                data = self._faiss.serialize_index(self._index)
+                meta = {"generation": generation, "max_id": self.max_id, "dim": self.dim,
+                        "count": int(self._index.ntotal)}
+                self.generation = generation
             tmp = self.path.with_suffix(".faiss.tmp")
-            self._faiss.write_index(self._index, str(tmp))
+            with open(tmp, "wb") as f:
+                f.write(memoryview(data))
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, self.path)
-            self.max_id = max(self.max_id, max_id)
-            self.generation = generation
             meta_tmp = self.meta_path.with_suffix(".json.tmp")
-            meta_tmp.write_text(json.dumps({"generation": generation, "max_id": self.max_id,
-                                            "dim": self.dim, "count": int(self._index.ntotal)}))
+            meta_tmp.write_text(json.dumps(meta))
             os.replace(meta_tmp, self.meta_path)
 
     # -- data ---------------------------------------------------------------------------------
