@@ -46,6 +46,7 @@ class VectorIndex(Protocol):
 
 
 Batches = Iterator[tuple[np.ndarray, np.ndarray]]
+SNAPSHOT_COPY_MAX_BYTES = 1 << 30      # a larger index is written under its lock (no 2nd copy in RAM)
 
 
 class FaissVectorIndex:
@@ -183,8 +184,9 @@ class FaissVectorIndex:
 
     def checkpoint(self, max_id: int, generation: int) -> None:
         """Write the snapshot: the index is copied to memory under its lock (adds and searches
-        wait for a copy, never for the disk), then written to a temporary file, synced and
-        renamed over the old one, then its metadata (the snapshot's own highest id and count:
+        wait for a copy, never for the disk; above SNAPSHOT_COPY_MAX_BYTES of vectors it is
+        written under the lock instead), then written to a temporary file, synced and renamed
+        over the old one, then its metadata (the snapshot's own highest id and count:
         a crash between the two is seen at the next start and rebuilt from SQLite).
         Snapshots are written one at a time, in the order their copies were taken."""
         with self._snapshot_lock:
@@ -195,14 +197,19 @@ class FaissVectorIndex:
                     vecs = inner.reconstruct_n(0, self._index.ntotal)
                     ids = self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
                     self._rebuild_ivf(iter([(ids, vecs)]))
-                data = self._faiss.serialize_index(self._index)
                 meta = {"generation": generation, "max_id": self.max_id, "dim": self.dim,
                         "count": int(self._index.ntotal)}
                 self.generation = generation
-            tmp = self.path.with_suffix(".faiss.tmp")
-            with open(tmp, "wb") as f:
-                f.write(memoryview(data))
-                f.flush()
+                tmp = self.path.with_suffix(".faiss.tmp")
+                if meta["count"] * self.dim * 4 > SNAPSHOT_COPY_MAX_BYTES:   # no second copy in memory:
+                    self._faiss.write_index(self._index, str(tmp))          # written under the lock
+                    data = None
+                else:
+                    data = self._faiss.serialize_index(self._index)
+            with open(tmp, "r+b") if data is None else open(tmp, "wb") as f:
+                if data is not None:
+                    f.write(memoryview(data))
+                    f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
             meta_tmp = self.meta_path.with_suffix(".json.tmp")
