@@ -79,7 +79,7 @@ def main() -> None:
         fill(params, args.observations, args.days)
         print(f"{args.observations} observations over {args.days} days stored in {time.monotonic() - t:.0f} s")
         server, url = serve(params)
-        print(f"| page | median s | worst s | KB |\n|---|---|---|---|")
+        print("| page | median s | worst s | KB |\n|---|---|---|---|")
         for page in PAGES:
             times, size = [], 0
             for _ in range(args.repeats):

@@ -124,9 +124,10 @@ def test_every_page_loads_without_console_errors_and_fits_the_viewport(browser, 
         assert response.status == 200, name
         page.wait_for_load_state("networkidle")
         assert page.locator("h1").first.is_visible(), name
-        if name == "map":     # a legend: the marks, the colour ramp's times, a scale bar in metres
+        if name == "map":     # a legend (the marks, the colour ramp's times) and a scale bar in metres
             items = page.locator("ul.legend li").all_inner_texts()
-            assert "keyframe pose" in items[0] and any(i.endswith(" m") for i in items), items
+            assert "keyframe pose" in items[0] and any(":" in i for i in items), items
+            assert page.locator("svg.map g.scale text").text_content().endswith(" m")
         overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"{name} is {overflow} px wider than a {viewport} viewport"
         page.screenshot(path=str(SHOTS / f"{name}_{viewport}.png"), full_page=viewport == "desk" and name != "timeline")
@@ -330,6 +331,7 @@ def test_ros_mode_shows_the_running_stack_and_writes_through_its_services(memory
             other = next(i for i in ids if i != keep)
             status, _, answer = _post(f"{url}/ask", {"question": f"Where did you last see {name}?"})
             assert status == 200 and 'data-status="ok"' in answer and name in answer and "now (the stack" in answer
+            assert "<li><code>" in answer.split("Memory calls", 1)[1]     # the query agent's trace, over ROS
             # a name through /memory/name_identity
             status, landed, _ = _post(f"{url}/people/{other}/name", {"name": "Ursula Tester"})
             assert status == 200 and landed.split("?")[0].endswith(f"/people/{other}"), landed
@@ -354,6 +356,7 @@ def test_ros_mode_shows_the_running_stack_and_writes_through_its_services(memory
             assert stats().identities == len(ids) - 2
             audit = (live / "inspector_audit.jsonl").read_text()
             assert all(f'"action": "{a}"' in audit for a in ("name", "merge", "forget"))
+            assert "Ursula" not in audit          # a name given to an id merged into the forgotten one, too
         finally:
             proc.terminate()
             proc.wait(timeout=10)

@@ -67,11 +67,13 @@ def test_the_map_draws_at_most_its_limit_evenly_and_counts_them_all(tmp_path):
     points = reader.map_points(limit=120)
     assert points["counts"] == {"observations": 500, "sightings": 250}
     drawn = points["observations"]
-    assert 60 < len(drawn) <= 120 and 60 < len(points["sightings"]) <= 120     # thinned by a whole step
+    assert 118 <= len(drawn) <= 120 and 118 <= len(points["sightings"]) <= 120
     assert [o["t"] for o in drawn] == sorted(o["t"] for o in drawn)
-    assert drawn[0]["t"] == times[0] and drawn[-1]["t"] >= times[-6]       # the whole span, not the first 120
-    gaps = {round(b["t"] - a["t"]) for a, b in zip(drawn, drawn[1:])}
-    assert len(gaps) == 1                                                   # evenly
+    assert drawn[0]["t"] == times[0] and drawn[-1]["t"] == times[-1]       # the whole span, the newest included
+    gaps = sorted({round(b["t"] - a["t"]) for a, b in zip(drawn, drawn[1:-1])})     # the newest: added
+    assert gaps[-1] - gaps[0] <= 60                                         # evenly: one row more or less
     path = reader.map_points(person="alice", limit=120)["path"]
-    assert 60 < len(path) <= 120 and all(p["person"] == "alice" for p in path)
-    assert reader.map_points(limit=1000)["observations"].__len__() == 500    # under the limit: every one
+    assert 118 <= len(path) <= 120 and all(p["person"] == "alice" for p in path)
+    assert path[-1]["t"] == times[-1]                                       # where she was last seen
+    assert len(reader.map_points(limit=1000)["observations"]) == 500        # under the limit: every one
+    assert len(reader.map_points(limit=500)["observations"]) == 500         # at it, too

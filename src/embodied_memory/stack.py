@@ -240,4 +240,8 @@ def resolve_stack_path(name_or_path: str) -> Path:
     path = Path(os.path.expanduser(name_or_path))
     if path.suffix in (".yaml", ".yml") or path.exists():
         return path
-    return config_dir() / f"{name_or_path}.yaml"
+    named = config_dir() / f"{name_or_path}.yaml"
+    if not named.exists():
+        known = sorted(p.stem for p in config_dir().glob("*.yaml"))
+        raise ConfigError(f"no stack {name_or_path!r} (stacks: {', '.join(known)}; or a path to a YAML file)")
+    return named

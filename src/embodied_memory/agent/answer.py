@@ -74,6 +74,7 @@ class Answer:
     tokens_out: int = 0
     tool_calls: int = 0
     latency_s: float = 0.0
+    trace: list[str] = field(default_factory=list)   # the memory calls made, tool({arguments}), in order
 
     def set_time(self, t: float, now: float, tz: ZoneInfo) -> bool:
         """Set time, time_iso and minutes_ago; an impossible time is left out (noted in error)."""
@@ -104,6 +105,8 @@ class Answer:
                         if isinstance(p, (str, int)) and not isinstance(p, bool)][:MAX_IDS]
         self.evidence = [clean_text(e, MAX_ID_CHARS) for e in
                          (self.evidence if isinstance(self.evidence, list) else [])][:MAX_IDS]
+        self.trace = [clean_text(c, MAX_ID_CHARS) for c in (self.trace if isinstance(self.trace, list) else [])
+                      if isinstance(c, str)][:MAX_IDS]
         if self.position is not None:
             pos = list(self.position) if isinstance(self.position, (list, tuple)) else []
             if len(pos) == 3 and all(_finite(v, MAX_COORD_M) for v in pos):

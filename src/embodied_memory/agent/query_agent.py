@@ -141,6 +141,7 @@ class QueryAgent:
                     and self._commands(question, tools)):
                 ans.note(f"not driven: {hooks.no_navigate}")
             ans.tool_calls = len(tools.calls) if tools is not None else 0
+            ans.trace = tools.trace if tools is not None else []
             if not ans.evidence and tools is not None:
                 ans.evidence = tools.evidence[:20]
         except Exception as exc:  # noqa: BLE001 - the last resort: an answer, never an exception

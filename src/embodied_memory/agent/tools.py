@@ -210,6 +210,15 @@ class ToolBox:
     tokens_in: int = 0                     # model tokens spent on the question (planners add theirs)
     tokens_out: int = 0
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.memory, RecordingClient):     # every memory call of this question, in order
+            self.memory = RecordingClient(self.memory)
+
+    @property
+    def trace(self) -> list[str]:
+        """The memory calls made for this question, as ``tool({arguments})``."""
+        return list(self.memory.calls)
+
     @property
     def navigate(self) -> Optional[NavigateFn]:
         return self.hooks.navigate

@@ -47,7 +47,8 @@ class InspectorConfig:
     read_only: bool = False
     token: str = ""                 # required on every request when set
     host: str = "127.0.0.1"         # the address served (requests must name it, or loopback)
-    planner: str = "rules"          # the Ask page's default
+    planner: str = "rules"          # the Ask page's default ("": the stack's)
+    audit_log: str = ""             # default: inspector_audit.jsonl in data_dir
 
 
 def _thumbnail(path: Path, box: Optional[list[float]] = None, width: int = THUMB_WIDTH) -> bytes:
@@ -92,7 +93,9 @@ def check_day(day: str) -> None:
 
 def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
     reader = MemoryReader(config.data_dir, config.timezone)
-    audit = AuditLog(Path(config.data_dir) / "inspector_audit.jsonl")
+    audit = AuditLog(Path(config.audit_log or Path(config.data_dir) / "inspector_audit.jsonl"))
+    if not config.read_only:
+        audit.check_writable()
     package = resources.files("embodied_memory.inspector")
     templates = Jinja2Templates(directory=str(package / "templates"))
     templates.env.filters["q"] = lambda s: quote(str(s), safe="")
@@ -240,7 +243,8 @@ def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
                          for p in sorted({s.get("person") or "?" for s in points["sightings"]})]
         return page(request, "map.html", view=view, points=points, day=day, person=person, color=color, grid=grid,
                     grids=grids, days=days, people=reader.identities(), names=names,
-                    legend_people=legend_people, clock=lambda t: reader.local(t).strftime("%H:%M"))
+                    legend_people=legend_people,
+                    clock=lambda t: reader.local(t).strftime("%H:%M" if view.t1 - view.t0 < 86400 else "%m-%d %H:%M"))
 
     @app.get("/occupancy/{episode:path}.png")
     def occupancy_png(episode: str):
@@ -255,7 +259,7 @@ def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
         people = reader.identities()
         for p in people:
             p["crops"] = reader.best_crops(p["person"], 3)
-        return page(request, "people.html", people=people, message=message)
+        return page(request, "people.html", people=people, message=message, unidentified=reader.unidentified_sightings())
 
     @app.get("/people/{person}", response_class=HTMLResponse)
     def person_page(request: Request, person: str, message: str = ""):
@@ -298,11 +302,18 @@ def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
         aliases = known(person)["aliases"]
         if confirm.strip() != person:
             raise HTTPException(400, f"type the identity id {person!r} to confirm; nothing was deleted")
-        result = backend.forget(person, dry_run=False)
+        try:
+            result = backend.forget(person, dry_run=False)
+        except BackendError as exc:
+            if exc.status == 504:          # sent, no answer: it may have happened; its names go anyway
+                audit.forget_names_of(person, *aliases)
+                audit.write("forget", person=person, outcome=f"sent, no answer: {exc}")
+            raise
         person = result["identity_id"]
-        audit.forget_names_of(person)
+        aliases = sorted({*aliases, *result.get("aliases", [])})
+        audit.forget_names_of(person, *aliases)
         audit.write("forget", person=person, **{k: v for k, v in result.items() if k not in ("dry_run", "identity_id")})
-        remaining = reader.remaining_of(person, result.get("aliases", aliases))
+        remaining = reader.remaining_of(person, aliases)
         return page(request, "forgotten.html", person=person, result=result, remaining=remaining)
 
     # -- ask, exploration, health ------------------------------------------------------------
@@ -318,7 +329,8 @@ def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
         # a running stack answers as of its clock; a memory directory (perhaps copied off a robot) as of
         # its newest keyframe, so that "today" is the memory's last day
         as_of = None if backend.live else reader.newest_time()
-        answer, calls = backend.ask(question, planner, as_of)
+        answer = backend.ask(question, planner, as_of)
+        calls = answer.get("trace") or []
         evidence = reader.observations_by_id(answer.get("evidence", [])[:12])
         return page(request, "ask.html", question=question, answer=answer, calls=calls, evidence=evidence,
                     planner=planner, planners=planners, names=reader.names(),

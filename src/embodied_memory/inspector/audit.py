@@ -21,11 +21,17 @@ class AuditLog:
         line = json.dumps(entry, default=str)
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
-        log.info("inspector write: %s", line)
+        log.info("inspector write: %s %s", action, details.get("person", ""))   # names stay out of logs
         return entry
 
-    def forget_names_of(self, person: str) -> None:
-        """A forgotten identity's display names leave the log too (its id and actions stay)."""
+    def check_writable(self) -> None:
+        """Raise PermissionError (or OSError) now rather than on the first write."""
+        with self._lock, self.path.open("a", encoding="utf-8"):
+            pass
+
+    def forget_names_of(self, *ids: str) -> None:
+        """A forgotten identity's display names leave the log too (its id and actions stay), also
+        those given to the ids merged into it."""
         with self._lock:
             try:
                 lines = self.path.read_text(encoding="utf-8").splitlines()
@@ -37,7 +43,7 @@ class AuditLog:
                     entry = json.loads(line)
                 except ValueError:
                     continue
-                if person in (entry.get("person"), entry.get("kept")) and "name" in entry:
+                if {entry.get("person"), entry.get("kept")} & set(ids) and "name" in entry:
                     entry["name"] = "(forgotten)"
                 kept.append(json.dumps(entry, default=str))
             tmp = self.path.with_suffix(".tmp")

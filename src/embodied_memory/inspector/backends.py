@@ -35,8 +35,8 @@ class Backend(Protocol):
     def forget(self, person: str, dry_run: bool) -> dict:
         """sightings_removed, files_removed, images_removed, identity_id, aliases."""
 
-    def ask(self, question: str, planner: str, as_of: Optional[float]) -> tuple[dict, list[str]]:
-        """The agent's answer (Answer.to_dict()) as if asked at ``as_of``, and its tool calls."""
+    def ask(self, question: str, planner: str, as_of: Optional[float]) -> dict:
+        """The agent's answer (Answer.to_dict(), its memory calls in ``trace``) as if asked at ``as_of``."""
 
     def close(self) -> None: ...
 
@@ -50,10 +50,9 @@ class StoreBackend:
         self.live = False
         self.describes = f"the store in {store_params.data_dir} ({store_params.backend}), opened by the inspector"
         self._lock = threading.Lock()          # lazy opening
-        self._ask_lock = threading.Lock()      # one question at a time (its trace is its own)
+        self._ask_lock = threading.Lock()
         self._store = None
         self._agent = None
-        self._recorder = None
 
     def store(self):
         with self._lock:
@@ -79,17 +78,14 @@ class StoreBackend:
     def forget(self, person: str, dry_run: bool) -> dict:
         return self.store().forget_identity(person, dry_run=dry_run)
 
-    def ask(self, question: str, planner: str, as_of: Optional[float]) -> tuple[dict, list[str]]:
+    def ask(self, question: str, planner: str, as_of: Optional[float]) -> dict:
         from ..agent.query_agent import QueryAgent
-        from ..agent.tools import RecordingClient, StoreMemoryClient
+        from ..agent.tools import StoreMemoryClient
         store = self.store()
-        with self._ask_lock:
+        with self._ask_lock:                   # one question at a time (a planner keeps per-question state)
             if self._agent is None:
-                self._recorder = RecordingClient(StoreMemoryClient(store))
-                self._agent = QueryAgent(self._recorder, self.agent_params)
-            self._recorder.calls = []
-            answer = self._agent.ask(question, as_of=as_of, planner=planner or "").to_dict()
-            return answer, list(self._recorder.calls)
+                self._agent = QueryAgent(StoreMemoryClient(store), self.agent_params)
+            return self._agent.ask(question, as_of=as_of, planner=planner or "").to_dict()
 
     def close(self) -> None:
         with self._lock:

@@ -52,8 +52,8 @@ class MemoryReader:
         self.data_dir = Path(data_dir).expanduser()
         self.db = self.data_dir / DB_NAME
         if not self.db.exists():
-            raise MemoryNotFound(f"no memory in {self.data_dir} ({DB_NAME} is missing): pass the memory node's "
-                                 f"data_dir (--data-dir)")
+            raise MemoryNotFound(f"no memory in {self.data_dir} ({DB_NAME} is missing): is it the memory node's "
+                                 f"data_dir? (a stack's memory appears once its memory node has run)")
         self.tz = ZoneInfo(timezone)
         self._local = threading.local()
 
@@ -189,6 +189,9 @@ class MemoryReader:
                                     "MAX(s.t) AS last FROM identities i LEFT JOIN sightings s ON s.identity_id = "
                                     f"i.identity_id {where} GROUP BY i.identity_id ORDER BY i.identity_id", args)]
 
+    def unidentified_sightings(self) -> int:
+        return self._conn().execute("SELECT COUNT(*) FROM sightings WHERE COALESCE(identity_id, '') = ''").fetchone()[0]
+
     def best_crops(self, person: str, n: int) -> list[dict]:
         """The most confident sightings with a crop or a keyframe still stored."""
         return [{"sighting": b["id"], "observation": b["observation_id"]} for b in self._rows(
@@ -221,14 +224,13 @@ class MemoryReader:
 
     # -- map -------------------------------------------------------------------------------
     def _thinned(self, sql: str, args: tuple, limit: int) -> tuple[list[sqlite3.Row], int]:
-        """The rows of ``sql`` (a SELECT with a ``t`` column) in time order, every k-th one when
-        there are more than ``limit``; and how many there are."""
-        total = self._conn().execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
-        if total <= limit:
-            return self._rows(f"{sql} ORDER BY t", args), total
-        step = -(-total // limit)
-        return self._rows(f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY t) - 1 AS rn FROM ({sql})) "
-                          f"WHERE rn % {step} = 0 ORDER BY t", args), total
+        """The rows of ``sql`` (a SELECT with a ``t`` column) in time order; when there are more
+        than ``limit``, ``limit`` of them evenly spread, the first and the newest among them (a
+        path ends where the person was last seen). And how many there are (one statement)."""
+        rows = self._rows(f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY t) - 1 AS rn_, COUNT(*) OVER () AS "
+                          f"total_ FROM ({sql})) WHERE total_ <= ? OR rn_ = 0 OR rn_ = total_ - 1 OR (rn_ * ?) / total_ != "
+                          f"((rn_ - 1) * ?) / total_ ORDER BY t", (*args, limit, limit - 1, limit - 1))
+        return rows, (rows[0]["total_"] if rows else 0)
 
     def map_points(self, day: str = "", person: str = "", limit: int = MAP_POINTS) -> dict:
         """Observation positions (with time), sighting positions (with person), waypoints (mean

@@ -43,6 +43,13 @@ def add_inspect_arguments(p) -> None:
                         help="the running stack, on this machine: pages read its memory directory (read-only), "
                              "searches, questions and writes go to its services")
     p.add_argument("--ask-service", default="", help="--ros: the query agent's Ask service (default /agent/ask)")
+    p.add_argument("--ask-timeout", type=float, default=None,
+                   help="--ros: seconds to wait for an answer (default: the query agent's longest, with its "
+                        "default parameters)")
+    p.add_argument("--merges-topic", default="", help="--ros: the memory node's merges_topic, if not the default")
+    p.add_argument("--acks-topic", default="", help="--ros: the memory node's acks_topic, if not the default")
+    p.add_argument("--audit-log", default="", help="where writes are logged (default: inspector_audit.jsonl in "
+                                                   "the memory directory)")
     p.add_argument("--timezone", default=None,
                    help="the memory's time zone (default: the stack's memory node's; --data-dir: UTC)")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (beyond loopback needs {TOKEN_ENV})")
@@ -90,17 +97,23 @@ def store_backend(args):
     cli = _overrides(args)
     store = _params_of(StoreParams, {**memory, **cli, "data_dir": os.path.expanduser(memory.get("data_dir") or
                                                                                        StoreParams.data_dir)}, where)
-    agent_params = _params_of(AgentParams, {**agent, "timezone": store.timezone, **cli}, where)
+    agent_params = _params_of(AgentParams, {"timezone": store.timezone, **agent, **cli}, where)
     return store.data_dir, store.timezone, agent_params.planner, StoreBackend(store, agent_params)
 
 
 def ros_backend(args):
     """--ros: (data_dir, timezone, planner, the backend on the running stack's services)."""
-    from .ros_backend import RosBackend
+    from .ros_backend import RosBackend, StackNames
     if args.llm_base_url or args.llm_model:
         raise ConfigError("--ros: questions go to the stack's query agent, which has its own endpoint "
                           "(set llm_base_url in the stack, not here)")
-    backend = RosBackend(ask_service=args.ask_service)
+    if args.ask_timeout is not None and not args.ask_timeout > 0:
+        raise ConfigError(f"--ask-timeout {args.ask_timeout}: must be > 0")
+    try:
+        backend = RosBackend(StackNames.defaults(ask=args.ask_service, merges=args.merges_topic, acks=args.acks_topic),
+                             ask_timeout_s=args.ask_timeout)
+    except ValueError as exc:
+        raise ConfigError(f"--ros: {exc}") from exc
     try:
         memory = backend.stack_memory()
     except Exception as exc:
@@ -114,14 +127,28 @@ def ros_backend(args):
     return memory.data_dir, args.timezone or memory.timezone, args.planner or "", backend
 
 
+def port_free(host: str, port: int) -> None:
+    """Refuse before anything starts when the address is taken (another inspector, say)."""
+    import socket
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(f"--host {host} --port {port}: {exc.strerror} (another inspector? pick --port)") from exc
+
+
 def cmd_inspect(args) -> int:
     import uvicorn
 
     from ..agent.query_agent import check_timezone
     from .app import InspectorConfig, create_app
     from .reader import MemoryNotFound
-    if args.ask_service and not args.ros:
-        raise ConfigError("--ask-service: only with --ros")
+    for flag in ("ask_service", "ask_timeout", "merges_topic", "acks_topic"):
+        if getattr(args, flag) not in (None, "") and not args.ros:
+            raise ConfigError(f"--{flag.replace('_', '-')}: only with --ros")
+    port_free(args.host, args.port)
     if args.timezone is not None:
         try:
             check_timezone(args.timezone)
@@ -130,12 +157,15 @@ def cmd_inspect(args) -> int:
     token = token_for(args.host)
     data_dir, timezone, planner, backend = ros_backend(args) if args.ros else store_backend(args)
     config = InspectorConfig(data_dir=data_dir, timezone=timezone, read_only=args.read_only, token=token,
-                             host=args.host, planner=planner)
+                             host=args.host, planner=planner, audit_log=os.path.expanduser(args.audit_log))
     try:
         app = create_app(config, backend)
     except MemoryNotFound as exc:
         backend.close()
         raise ConfigError(str(exc)) from exc
+    except OSError as exc:               # the audit log cannot be written (another user's directory)
+        backend.close()
+        raise ConfigError(f"cannot write the audit log ({exc}): pass --audit-log PATH, or --read-only") from exc
     log.info("inspector on http://%s:%d/ (%s%s; %s)", args.host, args.port, config.data_dir,
              ", read-only" if config.read_only else "", backend.describes)
     layers = None

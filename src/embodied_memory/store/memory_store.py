@@ -1461,7 +1461,7 @@ class MemoryStore:
         count = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
         t = conn.execute("SELECT MIN(t), MAX(t) FROM observations").fetchone()
         size = self.bytes_on_disk()
-        return {"backend": self.params.backend, "data_dir": str(self.data_dir),
+        return {"backend": self.params.backend, "data_dir": str(self.data_dir.resolve()),
                 "episodes": count("SELECT COUNT(*) FROM episodes"),
                 "observations": count("SELECT COUNT(*) FROM observations"),
                 "regions": count("SELECT COUNT(*) FROM regions"),
