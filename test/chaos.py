@@ -34,6 +34,7 @@ class Listener:
         self.node = Node("chaos_listener", context=context)
         self.acks: dict[int, Counter] = defaultdict(Counter)   # status -> ids
         self.status: dict[str, dict[str, str]] = {}
+        self.banked: Counter = Counter()     # (node, counter) -> what earlier lives of the node reported
         self._lock = threading.Lock()
         self.node.create_subscription(Ack, "/memory/acks", self._on_ack, ack_qos())
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 50)
@@ -55,7 +56,18 @@ class Listener:
     def _on_diagnostics(self, msg: DiagnosticArray):
         with self._lock:
             for s in msg.status:
-                self.status[s.name] = {kv.key: kv.value for kv in s.values}
+                values = {kv.key: kv.value for kv in s.values}
+                for key, value in values.items():    # a counter that went back: the node restarted
+                    if key.startswith("count."):
+                        before = self.status.get(s.name, {}).get(key)
+                        if before is not None and float(value) < float(before):
+                            self.banked[(s.name, key)] += float(before)
+                self.status[s.name] = values
+
+    def cumulative(self, node: str, key: str) -> float:
+        """A counter summed over every life of ``node`` (its restarts start it from 0)."""
+        with self._lock:
+            return self.banked[(node, key)] + float(self.status.get(node, {}).get(key, 0))
 
     def stored_ids(self) -> set[str]:
         with self._lock:

@@ -127,8 +127,8 @@ def test_losses_in_flight_are_counted_with_their_reason(chaos_run):
     assert lost and int(lost.group(1)) > 0 and int(lost.group(2)) >= 1, chaos_run["replay_log"][-800:]
     # after the crashes nothing is left unacknowledged, and what was resent is counted
     assert float(selector["keyframes_unacknowledged"]) == 0 and float(perception["observations_unacknowledged"]) == 0
-    resent = sum(float(report.get(key, 0)) for report, key in ((selector, "count.keyframes_resent"),
-                                                              (perception, "count.observations_resent")))
+    resent = listener.cumulative("/frame_selector", "count.keyframes_resent") + \
+        listener.cumulative("/perception", "count.observations_resent")
     assert resent > 0   # the memory's and perception's restarts were covered by resending
 
 

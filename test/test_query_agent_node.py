@@ -26,7 +26,7 @@ def stack(tmp_path):
 def test_ask_service_between_processes(stack, ros_context):
     node = Node("asker", context=ros_context)
     wait_until(lambda: call(node, GetMemoryStats, "/memory/stats", GetMemoryStats.Request()).stats.observations == 6,
-               60, what="6 observations imported")
+               180, what="6 observations imported (the memory loads MiniLM first)")
     request = Ask.Request(question="Where did you last see the red mug?", as_of=to_time_msg(T0 + 27 * HOUR))
     answer = call(node, Ask, "/agent/ask", request, timeout=60).answer
     assert answer.status == "ok" and answer.type == "position" and answer.has_position
