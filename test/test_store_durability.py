@@ -18,20 +18,23 @@ WRITER = textwrap.dedent("""
     from store_fixtures import make_params, obs, T0
     from embodied_memory.store import open_store
     from pathlib import Path
-    store = open_store(make_params(Path({tmp!r}), {backend!r}, checkpoint_every=50))
+    store = open_store(make_params(Path({tmp!r}), {backend!r}, checkpoint_every={checkpoint_every}))
+    if {warm_up}:
+        store.warm_up()      # the indexes open (a closed one is caught up from SQLite when it opens)
     i = 0
     while True:
         batch = [obs(i + j, T0 + i + j, f"record {{i + j}} in the corridor", float(j), 0.0, "corridor",
-                     episode="crash") for j in range(7)]
+                     episode="crash") for j in range({batch})]
         for oid in store.insert(batch):
             print(oid, flush=True)   # acknowledged
-        i += 7
+        i += {batch}
 """)
 
 
 @pytest.mark.parametrize("backend", ["sqlite_faiss", "milvus"])
 def test_acknowledged_records_survive_kill_9(tmp_path, backend):
-    code = WRITER.format(test_dir=os.path.dirname(__file__), tmp=str(tmp_path), backend=backend)
+    code = WRITER.format(test_dir=os.path.dirname(__file__), tmp=str(tmp_path), backend=backend, checkpoint_every=50,
+                         warm_up=False, batch=7)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     acked = []
     try:
@@ -147,22 +150,6 @@ def test_inserts_and_searches_do_not_wait_for_a_snapshot_being_written(tmp_path,
         reopened.close()
 
 
-SNAPSHOTTING_WRITER = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, {test_dir!r})
-    from store_fixtures import make_params, obs, T0
-    from embodied_memory.store import open_store
-    from pathlib import Path
-    store = open_store(make_params(Path({tmp!r}), "sqlite_faiss", checkpoint_every=1000))
-    store.warm_up()          # the indexes open (a closed one is caught up from SQLite when it opens)
-    i = 0
-    while True:
-        batch = [obs(i + j, T0 + i + j, f"record {{i + j}} in the corridor", float(j), 0.0, "corridor",
-                     episode="crash") for j in range(250)]
-        for oid in store.insert(batch):
-            print(oid, flush=True)   # acknowledged
-        i += 250
-""")
 
 
 def test_kill_9_while_a_snapshot_is_written_loses_nothing(tmp_path):
@@ -171,7 +158,8 @@ def test_kill_9_while_a_snapshot_is_written_loses_nothing(tmp_path):
     newest is found."""
     import threading
     import time
-    code = SNAPSHOTTING_WRITER.format(test_dir=os.path.dirname(__file__), tmp=str(tmp_path))
+    code = WRITER.format(test_dir=os.path.dirname(__file__), tmp=str(tmp_path), backend="sqlite_faiss",
+                         checkpoint_every=1000, warm_up=True, batch=250)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     acked = []
     reader = threading.Thread(target=lambda: acked.extend(line.strip() for line in proc.stdout), daemon=True)

@@ -211,8 +211,7 @@ class ToolBox:
     tokens_out: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.memory, RecordingClient):     # every memory call of this question, in order
-            self.memory = RecordingClient(self.memory)
+        self.memory = RecordingClient(self.memory)       # every memory call of this question, in order
 
     @property
     def trace(self) -> list[str]:

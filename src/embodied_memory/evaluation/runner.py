@@ -346,7 +346,7 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
                          run.names_of, run.stats.observations, identity)
         return
     from ..agent.query_agent import AgentParams, QueryAgent
-    from ..agent.tools import RecordingClient, StoreMemoryClient
+    from ..agent.tools import StoreMemoryClient
     from .text_only import TextOnlyPlanner
     marker = data / MEMORY_MARKER
     wanted = {"episode": episode.name, "variant": variant, "naming": naming,
@@ -386,14 +386,13 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
                     "identity": {"clustering": clustering, "after_naming": identity_metrics(query, truth),
                                  "naming": naming_report.to_dict()} if people else {}}
             marker.write_text(json.dumps(kept, indent=1))
-        client = RecordingClient(StoreMemoryClient(store))
-        agent = QueryAgent(client, AgentParams(planner="rules", llm_base_url=llm_base_url, llm_model=llm_model),
+        agent = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules", llm_base_url=llm_base_url, llm_model=llm_model),
                            extra_planners={"text_top_k": TextOnlyPlanner()})
         agent.extra_planners.update(llm_ablations(agent.client))
 
         def ask(q, planner):
-            client.calls = []
-            return agent.ask(q.question, as_of=q.asked_at, planner=planner).to_dict(), list(client.calls)
+            answer = agent.ask(q.question, as_of=q.asked_at, planner=planner).to_dict()
+            return answer, answer["trace"]
         yield Memory(ask, names_of, kept["keyframes"], kept["identity"], kept["stage_s"], reused)
     finally:
         store.close()

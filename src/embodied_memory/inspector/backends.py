@@ -26,8 +26,9 @@ class Backend(Protocol):
     def search(self, query: str, person: Optional[str], n: int, now: float) -> list[dict]:
         """Semantic search with the recency score: [{"id", "score", ...}], best first."""
 
-    def name(self, person: str, name: str) -> str:
-        """Name an identity; returns the identity kept (a name another identity has merges them)."""
+    def name(self, person: str, name: str) -> Optional[str]:
+        """Name an identity; returns the identity kept (a name another identity has merges them),
+        or None when the backend cannot tell (the caller reads it from the memory)."""
 
     def merge(self, person: str, into: str) -> str:
         """Merge ``person`` into ``into``; returns what was done, in words."""

@@ -65,12 +65,6 @@ class StackNames:
         return cls(**{**names, **{k: v for k, v in overrides.items() if v}})
 
 
-def default_ask_timeout_s() -> float:
-    """The longest the query agent takes with its default parameters, and the reply's way back."""
-    from ..params import QueryAgentNodeParams
-    return QueryAgentNodeParams().answer_wait_s() + 5.0
-
-
 class RosBackend:
     def __init__(self, names: StackNames, ask_timeout_s: Optional[float] = None):
         import rclpy
@@ -81,7 +75,8 @@ class RosBackend:
             except Exception as exc:  # noqa: BLE001 - rclpy's InvalidServiceNameException and kin
                 raise ValueError(f"service name {getattr(names, key)!r}: {exc}") from exc
         self.names = names
-        self.ask_timeout_s = ask_timeout_s or default_ask_timeout_s()
+        from ..cli import ask_timeout_s as default_wait   # the same wait as `embodied-memory ask`
+        self.ask_timeout_s = ask_timeout_s or default_wait()
         self.live, self._closed = True, False
         self.describes = (f"the running stack: {names.query}, {names.ask}, {names.name}, {names.forget}, "
                           f"{names.merges} (ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')})")

@@ -65,14 +65,11 @@ def add_inspect_arguments(p) -> None:
 
 
 def _params_of(cls, values: dict, where: str):
-    """``cls`` (a params dataclass) from the keys of ``values`` it has (a node's YAML parameters)."""
+    """``cls`` (a params dataclass) from the keys of ``values`` it has (a node's YAML parameters),
+    type-checked and validated as every node's parameters are."""
+    from ..config import parse_params
     names = {f.name for f in fields(cls)}
-    try:
-        params = cls(**{k: v for k, v in values.items() if k in names})
-        params.validate()
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
-    return params
+    return parse_params(cls, {k: v for k, v in values.items() if k in names}, where)
 
 
 def _overrides(args) -> dict:
