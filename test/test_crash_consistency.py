@@ -70,8 +70,13 @@ def chaos_run(tmp_path_factory):
                        ("perception", rng.randint(18, 26))], key=lambda p: p[1])
         nth = Counter()
         for victim, after in plan:
-            wait_until(lambda: len(listener.stored_ids()) >= after, 240,
-                       what=f"{after} stored observations before killing {victim}")
+            try:
+                wait_until(lambda: len(listener.stored_ids()) >= after, 240,
+                           what=f"{after} stored observations before killing {victim}")
+            except AssertionError as exc:    # what each node reported, for the one who reads the failure
+                nodes = {n: listener.report(f"/{n}") for n in NODES}
+                raise AssertionError(f"{exc} (killed so far: {kills}; {len(listener.stored_ids())} stored)\n"
+                                     f"{json.dumps(nodes, indent=1)}\n{stack.log()[-6000:]}") from None
             nth[victim] += 1
             os.kill(stack.pid_of(victim, nth[victim]), signal.SIGKILL)
             kills.append((victim, after))

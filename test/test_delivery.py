@@ -73,9 +73,25 @@ def test_kept_until_acknowledged_and_resent_to_a_restarted_receiver(ros_context)
         receiver.destroy_subscription(sub)
         _spin(executor, 1.0)
         got.clear()
-        receiver.create_subscription(String, "/delivery_test/records", receive, QOS)
+        sub = receiver.create_subscription(String, "/delivery_test/records", receive, QOS)
         _spin(executor, 5.0, lambda: "b" in got and "c" in got)
         assert "b" in got and "c" in got and "a" not in got
+
+        # replaced between two looks at the subscriber count (a respawned receiver matched while
+        # the dead one's lease runs): the count stays 1, the matched event still sends "b" again
+        pub.publish(String(data="d"))
+        acks.send("d", Ack.ACCEPTED)
+        _spin(executor, 1.0, lambda: pub._unacked["d"].accepted)
+        receiver.create_subscription(String, "/delivery_test/records", receive, QOS)
+        end = time.monotonic() + 5
+        while pub.get_subscription_count() < 2 and time.monotonic() < end:
+            time.sleep(0.01)                         # no spinning: the resend timer does not run
+        receiver.destroy_subscription(sub)
+        while pub.get_subscription_count() != 1 and time.monotonic() < end:
+            time.sleep(0.01)
+        got.clear()
+        _spin(executor, 3.0, lambda: "b" in got and "d" in got)
+        assert "b" in got and "d" in got
     finally:
         executor.shutdown()
         sender.destroy_node()

@@ -6,8 +6,10 @@ on ``/memory/acks``: stored, duplicate or rejected); perception acknowledges eac
 queued (accepted) and those it had to drop. The frame selector keeps unacknowledged keyframes
 and perception unacknowledged observations and merges:
 
-- when the number of subscribers of their topic grows (a crashed receiver was respawned)
-  everything not yet final is sent again, accepted records included (they died with it);
+- when a subscriber of their topic matches (a crashed receiver was respawned; the DDS
+  "matched" event, which sees a new receiver even while the dead one's lease has not yet run
+  out and the subscriber count stays the same) everything not yet final is sent again,
+  accepted records included (they died with it);
 - a record neither accepted nor final after ``resend_after_s`` is sent again (lost in a full
   queue), then after 2x, 4x, 8x that (backoff: an overloaded receiver is not flooded); an
   accepted one only after 8x (its receiver may have died and come back unnoticed); the
@@ -25,6 +27,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from embodied_memory_interfaces.msg import Ack
+from rclpy.event_handler import PublisherEventCallbacks, UnsupportedEventTypeError
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -73,10 +76,15 @@ class AcknowledgedPublisher:
                  period_s: float = 0.25):
         self._node, self._health, self._id_of, self.what = node, health, id_of, what
         self.max_unacked, self.resend_after_s, self.resend_batch = max_unacked, resend_after_s, resend_batch
-        self._pub = node.create_publisher(msg_type, topic, qos)
         self._lock = threading.Lock()
         self._unacked: OrderedDict[str, _Pending] = OrderedDict()
         self._subscribers = 0
+        self._matched = False      # a subscription matched since the last tick
+        try:
+            self._pub = node.create_publisher(msg_type, topic, qos, event_callbacks=PublisherEventCallbacks(
+                matched=health.guard(self._on_matched, "matched event")))
+        except UnsupportedEventTypeError:   # an rmw without the event: the subscriber count alone
+            self._pub = node.create_publisher(msg_type, topic, qos)
         node.create_subscription(Ack, acks_topic, health.guard(self._on_ack, "ack"), ack_qos())
         # wall time (steady): resends must go on when /clock stops (use_sim_time, a replay that ended)
         from .node_clock import steady_clock
@@ -107,6 +115,11 @@ class AcknowledgedPublisher:
         self._pub.publish(msg)
         self._health.count(f"{self.what}s_sent")
 
+    def _on_matched(self, info) -> None:
+        if info.total_count_change > 0:
+            with self._lock:
+                self._matched = True
+
     def _on_ack(self, ack: Ack) -> None:
         if ack.sender == self._node.get_name():
             return   # our own answer about another stream (perception acks keyframes, sends observations)
@@ -127,7 +140,8 @@ class AcknowledgedPublisher:
         subscribers = self._pub.get_subscription_count()
         now = time.monotonic()
         with self._lock:
-            if subscribers > self._subscribers and self._unacked:
+            appeared, self._matched = subscribers > self._subscribers or self._matched, False
+            if appeared and subscribers and self._unacked:
                 self._node.get_logger().info(
                     f"a {self.what} receiver appeared ({subscribers} now): sending {len(self._unacked)} "
                     f"unacknowledged {self.what}(s) again")
