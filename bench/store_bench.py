@@ -2,13 +2,22 @@
 reopen time, memory and bytes per record.
 
 The store runs with its defaults (StoreParams(): MiniLM query embedder, 384-d text and 1280-d
-image vectors, a vector snapshot every 50,000 inserts in the background). Synthetic records
-with those sizes (~1 KB descriptions with their text vectors, a person in 20% of them, 100
-waypoints, 30 days), for each size and each backend side by side. Semantic search is timed
-with the MiniLM query embedding (its time also apart) and its recall@30 measured against an
-exact scan of every vector with the same recency score. Prints figures; asserts nothing.
+image vectors, a vector snapshot every 50,000 inserts in the background, the flat index up to
+200k vectors and HNSW above). Synthetic records with those sizes (~1 KB descriptions, a person
+in 20% of them, 100 waypoints, 30 days), for each size and each backend side by side.
+Semantic search is timed with the MiniLM query embedding (its time also apart) and its
+recall@30 measured against an exact scan of every vector with the same recency score.
+Prints figures; asserts nothing.
 
-    .venv/bin/python bench/store_bench.py --sizes 10000 100000 1000000 --backends sqlite_faiss milvus
+Text vectors (``--text-vectors``): ``minilm`` (the default configuration: the store embeds
+every description at insert; on 2 cores about 20 per second, so only for small sizes) or
+``pool``: a pool of distinct descriptions is embedded with MiniLM once (its rate printed) and
+every record takes one with its MiniLM vector plus a little noise (the near-duplicates a
+robot's repeated views make), so insert/s is then the store's own rate.
+``--approximate`` compares the FAISS index kinds above the flat size (``flat`` = never).
+
+    .venv/bin/python bench/store_bench.py --sizes 10000 --text-vectors minilm
+    .venv/bin/python bench/store_bench.py --sizes 100000 1000000 --text-vectors pool --approximate hnsw ivf flat
 """
 from __future__ import annotations
 
@@ -33,13 +42,36 @@ WORDS = ("kitchen corridor office desk chair mug red blue green person walking s
 T0 = 1_790_000_000.0
 
 
-def make_batch(rng, start, count, span_s, precomputed_text=False):
-    text = rng.normal(size=(count, 384)).astype(np.float32)
+def description(rng) -> str:
+    return " ".join(rng.choice(WORDS, size=160))[:1024]
+
+
+class TextPool:
+    """Distinct descriptions with their MiniLM vectors, embedded once."""
+
+    def __init__(self, size: int, rng):
+        from embodied_memory.text_embedding import make_text_embedder
+        self.texts = [description(rng) for _ in range(size)]
+        embedder = make_text_embedder("minilm")
+        t = time.perf_counter()
+        self.vectors = np.concatenate([embedder.embed(self.texts[i:i + 32]) for i in
+                                       tqdm(range(0, size, 32), desc="MiniLM pool", unit="batch", leave=False)])
+        self.embed_per_s = size / (time.perf_counter() - t)
+        print(f"MiniLM embeds {self.embed_per_s:.1f} of these descriptions per second (the bound on insert/s "
+              "with the default embedder)", flush=True)
+
+    def draw(self, rng):
+        i = int(rng.integers(len(self.texts)))
+        v = self.vectors[i] + rng.normal(scale=0.02, size=self.vectors.shape[1]).astype(np.float32)
+        return self.texts[i], v / np.linalg.norm(v)
+
+
+def make_batch(rng, start, count, span_s, pool=None):
     image = rng.normal(size=(count, StoreParams.image_dim)).astype(np.float32)
     out = []
     for j in range(count):
         i = start + j
-        desc = " ".join(rng.choice(WORDS, size=160))[:1024]
+        desc, text = pool.draw(rng) if pool is not None else (description(rng), None)
         people = []
         if rng.random() < 0.2:
             people = [PersonSighting((10, 20, 110, 300), f"person_{rng.integers(50):04d}", 0.9, 0.8,
@@ -47,7 +79,7 @@ def make_batch(rng, start, count, span_s, precomputed_text=False):
         out.append(Observation(f"obs{i}", T0 + i * span_s, "bench", Pose(float(rng.uniform(-50, 50)),
                                                                          float(rng.uniform(-50, 50))),
                                description=desc, waypoint_id=f"wp_{rng.integers(100)}",
-                               text_embedding=text[j] if precomputed_text else None, global_embedding=image[j],
+                               text_embedding=text, global_embedding=image[j],
                                people=people))
     return out
 
@@ -92,10 +124,15 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def run(backend: str, size: int, root: Path, repeats: int, precomputed_text: bool = False) -> dict:
-    data_dir = root / f"{backend}_{size}"
+def run(backend: str, size: int, root: Path, repeats: int, pool=None, approximate: str = "") -> dict:
+    data_dir = root / f"{backend}_{size}_{approximate}"
+    options = {}
+    if backend == "sqlite_faiss" and approximate == "flat":
+        options["approximate_min_vectors"] = 2**62
+    elif backend == "sqlite_faiss" and approximate:
+        options["approximate_index"] = approximate
     params = StoreParams(backend=backend, data_dir=str(data_dir),
-                         milvus_uri=str(data_dir / "milvus.db") if backend == "milvus" else "")
+                         milvus_uri=str(data_dir / "milvus.db") if backend == "milvus" else "", **options)
     rng = np.random.default_rng(0)
     store = open_store(params)
     store.warm_up()  # as the memory node does: indexes open, inserts go straight into them
@@ -103,7 +140,7 @@ def run(backend: str, size: int, root: Path, repeats: int, precomputed_text: boo
     batch = 1000
     insert_s = 0.0
     for start in tqdm(range(0, size, batch), desc=f"{backend} insert {size}", unit="batch", leave=False):
-        records = make_batch(rng, start, min(batch, size - start), span_s, precomputed_text)
+        records = make_batch(rng, start, min(batch, size - start), span_s, pool)
         t = time.perf_counter()
         store.insert(records)
         insert_s += time.perf_counter() - t
@@ -113,8 +150,8 @@ def run(backend: str, size: int, root: Path, repeats: int, precomputed_text: boo
     now = T0 + 30 * 86400
     queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(repeats)]
     store.semantic_observations(queries[0], n=30, now=now)  # warm
-    figures = {"backend": backend, "records": size,
-               "insert_per_s": size / insert_s, "checkpoint_s": checkpoint_s}
+    figures = {"backend": backend, "records": size, "index": store._index("text").kind if backend != "milvus"
+               else "milvus flat", "insert_per_s": size / insert_s, "checkpoint_s": checkpoint_s}
     figures["query_embed_p50_ms"] = percentile_ms(timed(lambda i: store.embed_text(queries[i]), repeats), 50)
     figures["semantic_p50_ms"], figures["semantic_p95_ms"] = (
         lambda s: (percentile_ms(s, 50), percentile_ms(s, 95)))(
@@ -150,24 +187,30 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--backends", nargs="+", default=["sqlite_faiss", "milvus"])
     parser.add_argument("--repeats", type=int, default=100)
-    parser.add_argument("--precomputed-text", action="store_true",
-                        help="records bring random text vectors (not the default: the store embeds descriptions "
-                             "with MiniLM at insert, about 100-200 per second on 2 cores)")
+    parser.add_argument("--text-vectors", choices=("minilm", "pool"), default="minilm",
+                        help="minilm: the store embeds each description at insert (the default configuration); "
+                             "pool: records bring MiniLM vectors of a pool of descriptions (see above)")
+    parser.add_argument("--pool", type=int, default=2000, help="distinct descriptions in the pool")
+    parser.add_argument("--approximate", nargs="+", default=[""], choices=("", "hnsw", "ivf", "flat"),
+                        help="sqlite_faiss: the index kind above the flat size ('flat': never; default: the "
+                             "store's default)")
     parser.add_argument("--dir", default="", help="where to build the stores (default: a temp dir)")
     parser.add_argument("--json", default="", help="also write the figures to this file")
     args = parser.parse_args()
     root = Path(args.dir or tempfile.mkdtemp(prefix="em_bench_"))
     rows = []
-    cols = ("backend", "records", "insert_per_s", "query_embed_p50_ms", "semantic_p50_ms", "semantic_p95_ms",
+    pool = TextPool(args.pool, np.random.default_rng(1)) if args.text_vectors == "pool" else None
+    cols = ("backend", "records", "index", "insert_per_s", "query_embed_p50_ms", "semantic_p50_ms", "semantic_p95_ms",
             "filtered_p95_ms", "recall_at_30", "person_p95_ms", "waypoint_p95_ms", "time_window_p95_ms",
             "near_p95_ms", "reopen_first_query_s", "rss_mb", "bytes_per_observation")
     print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
     for size in args.sizes:
         for backend in args.backends:
-            fig = run(backend, size, root, args.repeats, args.precomputed_text)
-            rows.append(fig)
-            print("| " + " | ".join(f"{fig[c]:.2f}" if isinstance(fig[c], float) else str(fig[c]) for c in cols) + " |",
-                  flush=True)
+            for approximate in (args.approximate if backend == "sqlite_faiss" else [""]):
+                fig = run(backend, size, root, args.repeats, pool, approximate)
+                rows.append(fig)
+                print("| " + " | ".join(f"{fig[c]:.2f}" if isinstance(fig[c], float) else str(fig[c])
+                                        for c in cols) + " |", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

@@ -93,22 +93,25 @@ def test_stale_snapshot_after_crash_during_delete_is_rebuilt(tmp_path):
     store.close()
 
 
-def test_ivf_index_survives_forget_and_reopen(tmp_path):
-    """Above ivf_min_vectors the FAISS index is IVF; removal, filters and reopen stay correct."""
+@pytest.mark.parametrize("approximate", ["hnsw", "ivf"])
+def test_approximate_index_survives_forget_and_reopen(tmp_path, approximate):
+    """Above approximate_min_vectors the FAISS index is approximate (HNSW by default, or IVF);
+    removal, filters and reopen stay correct."""
     from store_fixtures import T0, obs
-    params = make_params(tmp_path, "sqlite_faiss", ivf_min_vectors=300, checkpoint_every=10**6)
+    params = make_params(tmp_path, "sqlite_faiss", approximate_min_vectors=300, checkpoint_every=10**6,
+                         approximate_index=approximate)
     store = open_store(params)
     store.insert([obs(i, T0 + i, f"item {i} on shelf {i % 7}", float(i), 0.0, f"wp{i % 5}",
                       people=["pat"] if i % 50 == 0 else [], episode="big") for i in range(600)])
     store.checkpoint()
-    assert store._index("text").kind == "ivf"
+    assert store._index("text").kind == approximate
     assert store.text_observations("item 123 on shelf 4", k=1)[0]["id"] == "o123"
     hits = store.semantic_observations("item on shelf", person="pat", n=20, now=T0 + 700)
     assert sorted(int(h["id"][1:]) for h in hits) == list(range(0, 600, 50))
     store.forget_older_than(hours=0, now=T0 + 100.5)  # removes o0..o100
     store.close()
     store = open_store(params)
-    assert store._index("text").kind == "ivf" and store.stats()["vectors"]["text"] == 499
+    assert store._index("text").kind == approximate and store.stats()["vectors"]["text"] == 499
     assert store.text_observations("item 321 on shelf 6", k=1)[0]["id"] == "o321"
     hits = store.semantic_observations("item on shelf", person="pat", n=20, now=T0 + 700)
     assert sorted(int(h["id"][1:]) for h in hits) == list(range(150, 600, 50))

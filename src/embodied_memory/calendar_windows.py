@@ -34,6 +34,13 @@ LUNCH_MINUTES = (11 * 60, 14 * 60 + 30)
 UNIT_SECONDS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
 
 
+def check_timezone(name: str) -> None:
+    try:
+        ZoneInfo(name)
+    except Exception as exc:  # noqa: BLE001 - ZoneInfoNotFoundError, ValueError
+        raise ValueError(f"timezone: unknown time zone '{name}' (IANA name, e.g. Europe/Zurich)") from exc
+
+
 def as_zone(tz: TimeZone) -> dt.tzinfo:
     """A tzinfo from an IANA name (``"Europe/Zurich"``) or a tzinfo."""
     return ZoneInfo(tz) if isinstance(tz, str) else tz

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .agent.query_agent import AgentParams, check_timezone
+from .agent.query_agent import AgentParams
 from .ingest.offline import TopicParams
 from .ingest.selection import SelectionParams
 from .perception.pipeline import PerceptionParams
+from .store.params import StoreParams
 
 
 MEMORY_QUERY_SERVICE = "/memory/query"              # embodied_memory_interfaces/QueryMemory (one retrieval tool)
@@ -27,45 +28,6 @@ RESEND_AFTER_S = 10.0                               # neither accepted nor ackno
 SENSOR_QOS_CHOICES = ("sensor_data", "reliable")    # image/depth/camera-info/odometry subscriptions
                                                     # (nodes/sensor_qos.py): best effort, matches any
                                                     # publisher | reliable, matches reliable ones only
-
-
-@dataclass(frozen=True)
-class StoreParams:
-    """Where and how the memory is kept (see embodied_memory.store)."""
-
-    backend: str = "sqlite_faiss"          # sqlite_faiss (embedded) | milvus
-    data_dir: str = "~/.local/share/embodied_memory"
-    milvus_uri: str = ""                   # milvus: http://host:19530, or a file for Milvus Lite
-    text_dim: int = 384                    # MiniLM-L6
-    image_dim: int = 1280                  # MobileNetV2 pooled features (CLIP ViT-B/32: 512)
-    face_dim: int = 128                    # SFace
-    reid_dim: int = 1280
-    max_description_chars: int = 8192
-    timezone: str = "UTC"                  # for "per day" queries
-    recency_weight_cos: float = 3.0        # HUMEMBR s = a*cos_dist + b*(1 - exp(-lambda*h))
-    recency_weight_time: float = 1.0
-    recency_horizon_hours: float = 120.0   # penalty reaches 0.95 at this age
-    checkpoint_every: int = 50_000         # vector snapshot every N inserts (a restart re-adds at most
-                                           # this many vectors from SQLite; a snapshot rewrites the index)
-    ivf_min_vectors: int = 200_000         # FAISS: exact flat index below, IVF (approximate) above
-    text_embedder: str = "minilm"          # minilm | hash (tests/benchmarks without a model)
-    forget_deletes_images: bool = True     # forget --identity also deletes the keyframe images showing them
-    milvus_token_env: str = "MILVUS_TOKEN"         # env var holding the Milvus token ("" = none); never in YAML
-    milvus_user: str = ""                          # Milvus user (password from milvus_password_env)
-    milvus_password_env: str = "MILVUS_PASSWORD"   # env var holding that user's password
-
-    def validate(self) -> None:
-        if self.backend not in ("sqlite_faiss", "milvus"):
-            raise ValueError(f"backend: unknown '{self.backend}' (sqlite_faiss | milvus)")
-        for name in ("text_dim", "image_dim", "face_dim", "reid_dim", "max_description_chars",
-                     "checkpoint_every", "ivf_min_vectors"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name}: must be > 0")
-        if self.recency_horizon_hours <= 0:
-            raise ValueError("recency_horizon_hours: must be > 0")
-        check_timezone(self.timezone)
-        if self.text_embedder not in ("minilm", "hash"):
-            raise ValueError(f"text_embedder: unknown '{self.text_embedder}' (minilm | hash)")
 
 
 @dataclass(frozen=True)

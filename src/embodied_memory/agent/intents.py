@@ -5,7 +5,7 @@ examples are compared in a *canonical* form: the people it names become "Alex" a
 place "the lab", the object "the red mug", and its time phrases are cut ("today", "on Monday":
 the time window is parsed separately), so "Where's the last place you spotted Bob?" is compared as
 "where's the last place you spotted alex".  Both are embedded with the shipped MiniLM
-(``perception.text_embedding``) and each intent scores its best example's cosine similarity.
+(``text_embedding``) and each intent scores its best example's cosine similarity.
 
 ``classify`` returns the best intent with its score and the runner-up: the question is
 *understood* when the score is at least ``MIN_SIMILARITY``, *ambiguous* when a runner-up of
@@ -224,7 +224,7 @@ class IntentClassifier:
 
     def __init__(self, embedder=None, bank: Optional[dict[str, Sequence[str]]] = None):
         if embedder is None:   # the process's MiniLM (the store's, when it runs in this process)
-            from ..perception.text_embedding import make_text_embedder
+            from ..text_embedding import make_text_embedder
             embedder = make_text_embedder("minilm")
         self.embedder = embedder
         self.bank = dict(bank or load_bank())

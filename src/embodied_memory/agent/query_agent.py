@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Optional
 from zoneinfo import ZoneInfo
 
+from ..calendar_windows import check_timezone
 from ..llm.chat_client import BadResponse, ChatClient, EndpointUnavailable, LLMConfig, LLMError
 from .answer import STATUS_ERROR, Answer, clean_text, valid_time
 from .full_context import FullContextPlanner
@@ -75,13 +76,6 @@ class AgentParams:
         """Seconds one question may take: every model call of the llm planner (one per tool
         round, plus the final answer) at its timeout, unless ``question_timeout_s`` says."""
         return self.question_timeout_s or self.llm_timeout_s * (self.function_call_limit + 1)
-
-
-def check_timezone(name: str) -> None:
-    try:
-        ZoneInfo(name)
-    except Exception as exc:  # noqa: BLE001 - ZoneInfoNotFoundError, ValueError
-        raise ValueError(f"timezone: unknown time zone '{name}' (IANA name, e.g. Europe/Zurich)") from exc
 
 
 class QueryAgent:

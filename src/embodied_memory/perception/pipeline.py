@@ -106,7 +106,7 @@ class Perception:
             self.regions = SamRegionProposer(p.sam_weights, p.sam_model_type, p.device)
         self.describer = (VLMDescriber(p.vlm_base_url, p.vlm_model, p.describer_prompt, p.vlm_api_key_env)
                           if p.describer == "vlm" else DetectorDescriber())
-        from .text_embedding import make_text_embedder
+        from ..text_embedding import make_text_embedder
         self.text_embedder = make_text_embedder(p.text_embedder, 384)
         self.identities = IdentityManager(IdentityParams(p.identity_eps, p.identity_min_samples, p.reid_threshold),
                                           self.data_dir / "identities")

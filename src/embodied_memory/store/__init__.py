@@ -7,6 +7,7 @@ functions the agent calls as tools (``call_tool`` checks their arguments against
 from .errors import (InsertResult, InvalidArgumentError, InvalidRecordError, StoreError, StoreWriteError,
                      UnknownPersonError)
 from .memory_store import MemoryStore, open_store
+from .params import StoreParams
 
-__all__ = ["MemoryStore", "open_store", "StoreError", "InvalidRecordError", "InvalidArgumentError",
+__all__ = ["MemoryStore", "open_store", "StoreParams", "StoreError", "InvalidRecordError", "InvalidArgumentError",
            "StoreWriteError", "UnknownPersonError", "InsertResult"]

@@ -1,9 +1,14 @@
 """Vector indexes behind one small interface, keyed by the SQLite row id.
 
 ``FaissVectorIndex`` (embedded default): exact inner product (IndexFlatIP) up to
-``ivf_min_vectors``, then IVF (nlist ~ sqrt(n), nprobe 32) rebuilt from its vectors, with an
-on-disk snapshot that records the last row id and the store's generation, so a restart only
-adds what came after the snapshot and a stale or corrupt snapshot is rebuilt.
+``approximate_min_vectors``, then an approximate index built from its vectors: ``hnsw`` (a graph,
+M 32; searched with efSearch >= k; a filter of up to ``SUBSET_EXACT_MAX`` rows is scored
+exactly from the graph's stored vectors; removed rows are masked until the next snapshot,
+which rebuilds the graph without them) or ``ivf`` (nlist ~ sqrt(n), nprobe 32; a filter
+probes every list). Either way an on-disk snapshot records the last row id and the store's
+generation, so a restart only adds what came after the snapshot and a stale or corrupt
+snapshot is rebuilt. How close each comes to exact is measured (recall@30 in
+bench/store_bench.py), not assumed.
 
 A snapshot is trusted only when its metadata matches it (generation, dimension and vector
 count); any mismatch between snapshot, metadata and SQLite (a crash between writing the two
@@ -47,23 +52,32 @@ class VectorIndex(Protocol):
 
 Batches = Iterator[tuple[np.ndarray, np.ndarray]]
 SNAPSHOT_COPY_MAX_BYTES = 1 << 30      # a larger index is written under its lock (no 2nd copy in RAM)
+APPROXIMATE_INDEXES = ("hnsw", "ivf")
+HNSW_M = 32                   # graph degree
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128          # at least; a search for k neighbours uses max(k, this)
+HNSW_MAX_K = 16384            # the widest ranked search on a graph (efSearch = k)
+SUBSET_EXACT_MAX = 200_000    # hnsw: a filter of up to this many rows is scored exactly
 
 
 class FaissVectorIndex:
-    candidates = 2048
-    max_k = 2**62        # every vector
-
-    def __init__(self, path: Path, dim: int, *, ivf_min_vectors: int = 200_000, nprobe: int = 32):
+    def __init__(self, path: Path, dim: int, *, approximate_min_vectors: int = 200_000, nprobe: int = 32,
+                 approximate: str = "hnsw"):
         import faiss  # imported here: the Milvus backend does not need it
+        if approximate not in APPROXIMATE_INDEXES:
+            raise ValueError(f"approximate index {approximate!r}: one of {', '.join(APPROXIMATE_INDEXES)}")
         self._faiss = faiss
         self.path = Path(path)
         self.meta_path = self.path.with_suffix(".json")
         self.dim = dim
-        self.ivf_min_vectors = ivf_min_vectors
+        self.approximate_min_vectors = approximate_min_vectors
         self.nprobe = nprobe
+        self.approximate = approximate
         self._lock = threading.RLock()
         self._snapshot_lock = threading.Lock()
         self._index = self._new_flat()
+        self._removed: set[int] = set()     # hnsw: rows removed since the graph was built (masked)
+        self._sorted_ids: Optional[tuple[np.ndarray, np.ndarray]] = None   # hnsw: (sorted ids, positions)
         self.max_id = 0        # highest row id the snapshot (or memory) holds
         self.generation = -1
 
@@ -72,9 +86,21 @@ class FaissVectorIndex:
 
     @property
     def kind(self) -> str:
-        # flat: IndexIDMap2(IndexFlatIP); ivf: IndexIVFFlat with its own ids (an id map over
-        # IVF would renumber wrongly on remove_ids)
-        return "ivf" if isinstance(self._faiss.downcast_index(self._index), self._faiss.IndexIVF) else "flat"
+        """flat: IndexIDMap2(IndexFlatIP); hnsw: IndexIDMap2(IndexHNSWFlat); ivf: IndexIVFFlat
+        with its own ids (an id map over IVF would renumber wrongly on remove_ids)."""
+        index = self._faiss.downcast_index(self._index)
+        if isinstance(index, self._faiss.IndexIVF):
+            return "ivf"
+        return "hnsw" if isinstance(self._faiss.downcast_index(index.index), self._faiss.IndexHNSW) else "flat"
+
+    @property
+    def candidates(self) -> int:
+        """How many nearest neighbours a ranked query fetches first (then widened)."""
+        return 256 if self.kind == "hnsw" else 2048
+
+    @property
+    def max_k(self) -> int:
+        return HNSW_MAX_K if self.kind == "hnsw" else 2**62      # flat, ivf: every vector
 
     # -- persistence --------------------------------------------------------------------------
     def open(self, generation: int, rows_after: Callable[[int], Batches], count_rows: Callable[[], int]) -> None:
@@ -123,14 +149,15 @@ class FaissVectorIndex:
                 self.max_id = 0
                 added = self._add_batches(rows_after(0), expected, f"indexing {self.path.stem}")
                 loaded = False
+        if self._index.ntotal >= self.approximate_min_vectors and self.kind != self.approximate:
+            self._rebuild_approximate(rows_after(0))      # grown past the threshold, or configured otherwise
+            loaded = False
         if not loaded or added:
-            if self._index.ntotal >= self.ivf_min_vectors and self.kind == "flat":
-                self._rebuild_ivf(rows_after(0))
             self.checkpoint(self.max_id, generation)
 
     def _ids(self) -> Optional[np.ndarray]:
-        """The ids a flat index holds (None for IVF: no cheap list)."""
-        if self.kind != "flat":
+        """The ids a flat or hnsw index holds, by position (None for IVF: no cheap list)."""
+        if self.kind == "ivf":
             return None
         return self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
 
@@ -163,14 +190,34 @@ class FaissVectorIndex:
             progress.close()
         return added
 
-    def _rebuild_ivf(self, batches: Batches) -> None:
-        faiss = self._faiss
+    def _rebuild_approximate(self, batches: Batches) -> None:
         ids_all, vecs_all = [], []
         for ids, vectors in batches:
             ids_all.append(ids)
             vecs_all.append(vectors)
-        ids = np.concatenate(ids_all)
-        vecs = np.concatenate(vecs_all)
+        ids = np.concatenate(ids_all) if ids_all else np.zeros(0, np.int64)
+        vecs = np.concatenate(vecs_all) if vecs_all else np.zeros((0, self.dim), np.float32)
+        self._swap(self._new_approximate(ids, vecs))
+
+    def _new_approximate(self, ids: np.ndarray, vecs: np.ndarray):
+        return (self._new_hnsw if self.approximate == "hnsw" else self._new_ivf)(ids, vecs)
+
+    def _swap(self, index) -> None:
+        with self._lock:
+            self._index, self._removed, self._sorted_ids = index, set(), None
+
+    def _new_hnsw(self, ids: np.ndarray, vecs: np.ndarray):
+        faiss = self._faiss
+        log.info("building HNSW index for %s: %d vectors, M %d", self.path.stem, len(ids), HNSW_M)
+        graph = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        graph.hnsw.efSearch = HNSW_EF_SEARCH
+        index = faiss.IndexIDMap2(graph)
+        index.add_with_ids(np.ascontiguousarray(vecs, dtype=np.float32), np.asarray(ids, dtype=np.int64))
+        return index
+
+    def _new_ivf(self, ids: np.ndarray, vecs: np.ndarray):
+        faiss = self._faiss
         nlist = int(min(4096, max(256, math.sqrt(len(ids)))))
         log.info("building IVF index for %s: %d vectors, nlist %d", self.path.stem, len(ids), nlist)
         ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
@@ -179,8 +226,42 @@ class FaissVectorIndex:
         ivf.train(sample)
         ivf.nprobe = self.nprobe
         ivf.add_with_ids(vecs, ids)
+        return ivf
+
+    def _rebuild_outside_lock(self) -> None:
+        """A flat index past ``approximate_min_vectors`` becomes the approximate one, a graph with
+        masked rows is rebuilt without them: built from a copy of the vectors while adds and
+        searches go on, then what was added or removed meanwhile is applied and it is swapped in
+        (under the lock for that step only)."""
         with self._lock:
-            self._index = ivf
+            grown = self.kind == "flat" and self._index.ntotal >= self.approximate_min_vectors
+            if not grown and not self._removed:
+                return
+            ids, vecs = self._held_vectors()
+        log.info("%s: building the %s index from %d vectors (%s)", self.path.stem, self.approximate.upper(),
+                 len(ids), "grown past the flat index" if grown else f"{len(self._removed)} rows removed")
+        fresh = self._new_approximate(ids, vecs) if grown else self._new_hnsw(ids, vecs)
+        with self._lock:
+            held_now, vecs_now = self._held_vectors()
+            new = ~np.isin(held_now, ids)
+            if new.any():
+                fresh.add_with_ids(np.ascontiguousarray(vecs_now[new]), held_now[new])
+            gone = ids[~np.isin(ids, held_now)]
+            self._swap(fresh)
+            if len(gone):
+                self.remove(gone)
+
+    def _held_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, vectors) a flat or hnsw index holds, without the masked ones (under the lock)."""
+        index = self._faiss.downcast_index(self._index)
+        inner = self._faiss.downcast_index(index.index)
+        storage = self._faiss.downcast_index(inner.storage) if self.kind == "hnsw" else inner
+        vecs = storage.reconstruct_n(0, index.ntotal)
+        ids = self._faiss.vector_to_array(index.id_map).astype(np.int64)
+        if self._removed:
+            keep = ~np.isin(ids, np.fromiter(self._removed, np.int64))
+            ids, vecs = ids[keep], vecs[keep]
+        return ids, vecs
 
     def checkpoint(self, max_id: int, generation: int) -> None:
         """Write the snapshot: the index is copied to memory under its lock (adds and searches
@@ -190,13 +271,10 @@ class FaissVectorIndex:
         a crash between the two is seen at the next start and rebuilt from SQLite).
         Snapshots are written one at a time, in the order their copies were taken."""
         with self._snapshot_lock:
+            self._rebuild_outside_lock()
             with self._lock:
-                if self.kind == "flat" and self._index.ntotal >= self.ivf_min_vectors:
-                    log.info("%s reached %d vectors: switching to IVF", self.path.stem, self._index.ntotal)
-                    inner = self._faiss.downcast_index(self._index.index)
-                    vecs = inner.reconstruct_n(0, self._index.ntotal)
-                    ids = self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
-                    self._rebuild_ivf(iter([(ids, vecs)]))
+                if self._removed:        # removed while the graph was rebuilt: again, under the lock
+                    self._swap(self._new_hnsw(*self._held_vectors()))
                 meta = {"generation": generation, "max_id": self.max_id, "dim": self.dim,
                         "count": int(self._index.ntotal)}
                 self.generation = generation
@@ -220,36 +298,87 @@ class FaissVectorIndex:
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         if len(ids) == 0:
             return
+        ids = np.asarray(ids, dtype=np.int64)
         with self._lock:
-            self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
-                                     np.asarray(ids, dtype=np.int64))
+            if self.kind == "hnsw" and self._removed:   # a masked row added again: the graph cannot
+                again = self._removed.intersection(ids.tolist())  # hold it twice, so it is rebuilt
+                if again:
+                    self._removed -= again
+                    self._swap(self._new_hnsw(*self._held_vectors_without(np.fromiter(again, np.int64))))
+            self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), ids)
+            self._sorted_ids = None
             self.max_id = max(self.max_id, int(np.max(ids)))
+
+    def _held_vectors_without(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        held, vecs = self._held_vectors()
+        keep = ~np.isin(held, ids)
+        return held[keep], vecs[keep]
 
     def remove(self, ids: np.ndarray) -> None:
         if len(ids):
             with self._lock:
-                self._index.remove_ids(np.asarray(ids, dtype=np.int64))
+                ids = np.asarray(ids, dtype=np.int64)
+                if self.kind == "hnsw":
+                    held = self._ids()
+                    self._removed.update(ids[np.isin(ids, held)].tolist())
+                else:
+                    self._index.remove_ids(ids)
 
     def search(self, vector, k, subset=None):
         faiss = self._faiss
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
         with self._lock:
-            if self._index.ntotal == 0:
+            if self.count() == 0:
                 return np.zeros(0, np.int64), np.zeros(0, np.float32)
-            k = min(k, self._index.ntotal)
+            kind = self.kind
+            if kind == "hnsw" and subset is not None and len(subset) <= SUBSET_EXACT_MAX:
+                return self._score_subset(query[0], np.asarray(subset, dtype=np.int64), k)
+            k = min(k, self.count())
             params = None
-            if subset is not None:
-                selector = faiss.IDSelectorBatch(np.asarray(subset, dtype=np.int64))
-                if self.kind == "ivf":  # a selective filter must not depend on which lists are probed
-                    params = faiss.SearchParametersIVF(sel=selector, nprobe=self._index.nlist)
-                else:
-                    params = faiss.SearchParameters(sel=selector)
+            allowed = None if subset is None else np.asarray(subset, dtype=np.int64)
+            if kind == "hnsw" and self._removed:
+                removed = np.fromiter(self._removed, np.int64)
+                allowed = allowed[~np.isin(allowed, removed)] if allowed is not None else None
+            selector = faiss.IDSelectorBatch(allowed) if allowed is not None else None
+            if kind == "hnsw":
+                if selector is None and self._removed:
+                    selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(removed))
+                params = faiss.SearchParametersHNSW(efSearch=max(HNSW_EF_SEARCH, k), sel=selector)
+            elif selector is not None and kind == "ivf":  # a filter must not depend on which lists are probed
+                params = faiss.SearchParametersIVF(sel=selector, nprobe=self._index.nlist)
+            elif selector is not None:
+                params = faiss.SearchParameters(sel=selector)
             sims, ids = self._index.search(query, k, params=params)
         keep = ids[0] >= 0
         return ids[0][keep], sims[0][keep]
 
+    def _score_subset(self, query: np.ndarray, subset: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """hnsw, a filtered search: the filter's rows scored exactly from the graph's stored
+        vectors (a graph search under a selective filter finds few of them)."""
+        if self._sorted_ids is None:
+            held = self._ids()
+            order = np.argsort(held, kind="stable")
+            self._sorted_ids = (held[order], order)
+        sorted_ids, positions = self._sorted_ids
+        at = np.searchsorted(sorted_ids, subset)
+        at_clipped = np.minimum(at, max(len(sorted_ids) - 1, 0))
+        found = (at < len(sorted_ids)) & (sorted_ids[at_clipped] == subset)
+        if self._removed:
+            found &= ~np.isin(subset, np.fromiter(self._removed, np.int64))
+        ids, rows = subset[found], positions[at_clipped[found]]
+        if len(ids) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        graph = self._faiss.downcast_index(self._faiss.downcast_index(self._index).index)
+        storage = self._faiss.downcast_index(graph.storage)
+        xb = self._faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * self.dim).reshape(-1, self.dim)
+        sims = xb[rows] @ query
+        k = min(k, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return ids[top], sims[top].astype(np.float32)
+
     def count(self) -> int:
-        return int(self._index.ntotal)
+        return int(self._index.ntotal) - len(self._removed)
 
     def close(self) -> None:
         pass

@@ -1,0 +1,354 @@
+"""Identities and privacy: naming, merging, forgetting, exporting what is stored of a person.
+
+An identity is named by an operator (``name_identity``: naming it like another one merges
+them) or merged by perception (``merge_identities``; a merge ahead of the sightings is kept
+as an alias).  Forgetting: ``forget_identity`` deletes a person's sightings, crops and
+summaries, tombstones the ids (``_forgotten_among`` / ``_drop_forgotten`` keep later
+sightings of them out on insert) and scrubs descriptions naming them (``scrub_identity``);
+``forget_older_than`` and ``forget_episode`` delete observations.  ``export_identity`` is
+the subject-access export; ``_remove_files`` deletes files inside the data directory only.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..types import Identity, Observation
+from .errors import StoreError, UnknownPersonError
+from .image_files import file_in
+from .records import _blob, _unblob, _unit
+
+log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
+
+
+def _name_pattern(words: Iterable[str]) -> Optional[re.Pattern]:
+    """Whole-word, case-insensitive match of any of ``words`` (identity ids, display names)."""
+    words = sorted({w for w in words if w}, key=len, reverse=True)
+    if not words:
+        return None
+    return re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(w) for w in words) + r")(?![A-Za-z0-9_])",
+                      re.IGNORECASE)
+
+
+def scrub_identity(text: str, pattern: Optional[re.Pattern]) -> str:
+    """A description with every mention of a forgotten identity replaced by "a person"."""
+    return pattern.sub("a person", text) if pattern is not None and text else text
+
+
+class IdentitiesMixin:
+    """Identities, naming, merging, forgetting, export and file deletion of :class:`MemoryStore`.
+
+    Relies on: ``params`` and ``data_dir`` (set by ``MemoryStore.__init__``); ``_conn``,
+    ``_transaction``, ``_bump_generation`` and ``_rebuild_waypoint_stats`` (records);
+    ``_index``, ``text_embedder``, ``VECTOR_KINDS`` and ``_checkpoint_generation``
+    (index_lifecycle); ``iso``, ``_rows_by_id`` and ``_load_times`` (retrieval)."""
+
+    def resolve_person(self, person: str) -> str:
+        """An identity id from an id or an operator-given display name (case-insensitive).
+        An empty name names nobody (identities without a display name have '')."""
+        person = person.strip() if isinstance(person, str) else ""
+        row = self._conn().execute(
+            "SELECT identity_id FROM identities WHERE identity_id=? OR (display_name != '' AND "
+            "lower(display_name)=lower(?)) ORDER BY identity_id=? DESC LIMIT 1", (person, person, person)).fetchone() \
+            if person else None
+        if row is None:
+            raise UnknownPersonError(f"unknown person {person!r}: no identity with that id or name "
+                                     f"(known: {', '.join(i.identity_id for i in self.identities()[:20]) or 'none'})")
+        return row[0]
+
+    def identities(self) -> list[Identity]:
+        rows = self._conn().execute(
+            "SELECT i.identity_id, i.display_name, i.created, COUNT(s.id) AS n, MIN(s.t) AS first, "
+            "MAX(s.t) AS last FROM identities i LEFT JOIN sightings s ON s.identity_id = i.identity_id "
+            "GROUP BY i.identity_id ORDER BY i.identity_id")
+        return [Identity(r["identity_id"], r["display_name"], r["created"], r["n"], r["first"], r["last"])
+                for r in rows]
+
+    def name_identity(self, identity_id: str, display_name: str) -> str:
+        """An operator names an identity.  Naming it like another identity says they are one
+        person: it is merged into that one (returned), and later sightings follow."""
+        with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM identities WHERE identity_id=?", (identity_id,)).fetchone() is None:
+                raise UnknownPersonError(f"unknown person {identity_id!r}")
+            same = conn.execute("SELECT identity_id FROM identities WHERE lower(display_name)=lower(?) AND "
+                                "display_name != '' AND identity_id != ? ORDER BY identity_id LIMIT 1",
+                                (display_name, identity_id)).fetchone()
+            conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
+        if same is not None:
+            survivor, absorbed = sorted((same[0], identity_id))
+            self.merge_identities(absorbed, survivor)
+            return survivor
+        return identity_id
+
+    def merge_identities(self, absorbed: str, survivor: str) -> int:
+        """Perception found two identities to be one person: relabel every sighting of
+        ``absorbed`` as ``survivor``; returns the number of sightings moved."""
+        if absorbed == survivor:
+            return 0
+        with self._transaction() as conn:
+            names = {r[0]: r[1] for r in conn.execute(
+                "SELECT identity_id, display_name FROM identities WHERE identity_id IN (?, ?)", (absorbed, survivor))}
+            if conn.execute("SELECT 1 FROM forgotten_identities WHERE identity_id=?", (survivor,)).fetchone():
+                log.warning("not merging %s into %s: %s was forgotten", absorbed, survivor, survivor)
+                return 0
+            if absorbed not in names:
+                # the merge came before any sighting of ``absorbed`` (topics are not ordered across
+                # resends): remember the alias, so those sightings are stored under the survivor
+                conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))
+                conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
+                             (absorbed, survivor))
+                return 0
+            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
+                         (survivor, names.get(absorbed, ""), time.time()))
+            if not names.get(survivor) and names.get(absorbed):
+                conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (names[absorbed], survivor))
+            moved = conn.execute("UPDATE sightings SET identity_id=? WHERE identity_id=?", (survivor, absorbed)).rowcount
+            for rid, persons in conn.execute("SELECT id, persons FROM observations WHERE id IN "
+                                             "(SELECT obs FROM sightings WHERE identity_id=?)", (survivor,)).fetchall():
+                ids = list(dict.fromkeys(survivor if p == absorbed else p for p in (persons or "").split(",") if p))
+                conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(ids), rid))
+            conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (absorbed, survivor))
+            conn.execute("DELETE FROM identities WHERE identity_id=?", (absorbed,))
+            conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))
+            conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
+                         (absorbed, survivor))
+        log.info("merged identity %s into %s (%d sightings)", absorbed, survivor, moved)
+        return moved
+
+    def forgotten_identities(self, limit: int = 1000) -> list[str]:
+        """The most recently forgotten identity ids (tombstones), for perception to forget too."""
+        rows = self._conn().execute("SELECT identity_id FROM forgotten_identities ORDER BY forgotten_at DESC LIMIT ?",
+                                    (limit,))
+        return [r[0] for r in rows]
+
+    def export_identity(self, person: str, include_embeddings: bool = False) -> dict:
+        """Everything stored about one identity (a subject-access export)."""
+        identity = self.resolve_person(person)
+        conn = self._conn()
+        ident = conn.execute("SELECT * FROM identities WHERE identity_id=?", (identity,)).fetchone()
+        sightings = []
+        for r in conn.execute(
+                "SELECT s.*, s.waypoint_id AS place, o.observation_id, o.episode_id, o.waypoint_id AS robot_waypoint, "
+                "o.x, o.y, o.image_path "
+                "FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id=? ORDER BY s.t",
+                (identity,)):
+            item = {"observation_id": r["observation_id"], "time": self.iso(r["t"]), "t": round(r["t"], 3),
+                    "episode": r["episode_id"],
+                    "waypoint": r["place"] or r["robot_waypoint"], "robot_waypoint": r["robot_waypoint"],
+                    "position": [r["x"], r["y"]] if r["x"] is not None else None,
+                    "person_position": [r["px"], r["py"], r["pz"]] if r["px"] is not None else None,
+                    "box": [r["x1"], r["y1"], r["x2"], r["y2"]],
+                    "confidence": r["confidence"], "image_path": r["image_path"], "crop_path": r["crop_path"],
+                    "activity": r["activity"], "clothing": r["clothing"],
+                    "has_face_embedding": r["face_emb"] is not None, "has_reid_embedding": r["reid_emb"] is not None}
+            if include_embeddings:
+                for col in ("face_emb", "reid_emb"):
+                    vec = _unblob(r[col])
+                    item[col] = None if vec is None else [round(float(v), 6) for v in vec]
+            sightings.append(item)
+        summaries = [dict(r) for r in conn.execute("SELECT day, text, created FROM summaries WHERE identity_id=?",
+                                                    (identity,))]
+        return {"identity_id": identity, "display_name": ident["display_name"], "created": self.iso(ident["created"]),
+                "sightings": sightings, "summaries": summaries}
+
+    # -- forgetting ---------------------------------------------------------------------------
+    def _forgotten_among(self, conn, ids: Iterable[str]) -> set[str]:
+        ids = sorted(set(ids))
+        found: set[str] = set()
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            found.update(r[0] for r in conn.execute(
+                f"SELECT identity_id FROM forgotten_identities WHERE identity_id IN ({','.join('?' * len(chunk))})",
+                chunk))
+        return found
+
+    @staticmethod
+    def _drop_forgotten(obs: Observation, forgotten: set[str]) -> tuple[int, list[str]]:
+        """Remove the sightings of forgotten identities from ``obs`` and scrub their ids from its
+        description (as forget_identity does); returns (how many, their crop files)."""
+        dropped = [s for s in obs.people if s.identity_id in forgotten]
+        if not dropped:
+            return 0, []
+        obs.people = [s for s in obs.people if s.identity_id not in forgotten]
+        pattern = _name_pattern(s.identity_id for s in dropped)
+        description = scrub_identity(obs.description, pattern)
+        if description != obs.description:
+            obs.description, obs.text_embedding = description, None  # re-embedded from the scrubbed text
+        obs.description_json = scrub_identity(obs.description_json, pattern)
+        return len(dropped), [s.crop_path for s in dropped if s.crop_path]
+
+    def _deletable(self, paths: Iterable[str]) -> list[Path]:
+        """Existing files among ``paths`` inside the data directory (never delete outside it;
+        a memory moved since finds them in its own directory: ``file_in``)."""
+        return [p for p in (file_in(self.data_dir, path) for path in paths) if p is not None]
+
+    def _remove_files(self, paths: Iterable[str]) -> int:
+        """Delete files after the rows naming them are committed (a read-only or full disk
+        fails the transaction first, changing nothing); one the file system still refuses is
+        logged.  Returns how many were deleted."""
+        removed = 0
+        for p in dict.fromkeys(self._deletable(paths)):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.error("cannot delete %s: %s", p, exc)
+                continue
+            removed += 1
+        return removed
+
+    def forget_identity(self, person: str, dry_run: bool = False) -> dict:
+        """Delete every sighting, embedding, crop and summary of ``person`` (and of the ids
+        merged into it); its ids are tombstoned, so later sightings of them are dropped on
+        insert; descriptions naming it are scrubbed (and re-embedded).  With
+        ``forget_deletes_images`` the keyframe images of every observation it was seen in are
+        deleted too (file, image_path, image embedding).  Returns counts."""
+        identity = self.resolve_person(person)
+        conn = self._conn()
+        name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (identity,)).fetchone()[0]
+        aliases = [r[0] for r in conn.execute("SELECT alias_id FROM identity_aliases WHERE identity_id=?", (identity,))]
+        crops = [r[0] for r in conn.execute("SELECT crop_path FROM sightings WHERE identity_id=?", (identity,))]
+        obs_rows = [r[0] for r in conn.execute("SELECT DISTINCT obs FROM sightings WHERE identity_id=?", (identity,))]
+        forget_ids = {identity, *aliases}
+        pattern = _name_pattern([*forget_ids, name])
+        mentioned = set()   # descriptions naming it without a sighting (e.g. an id merged later)
+        for word in sorted(w for w in {*forget_ids, name} if w):
+            like = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            mentioned.update(r[0] for r in conn.execute(
+                "SELECT id FROM observations WHERE description LIKE ? ESCAPE '\\' OR description_json LIKE ? "
+                "ESCAPE '\\'", (like, like)))
+        rows = self._rows_by_id(set(obs_rows) | mentioned)
+        json_text = self._description_json(rows)
+        with_images: list[int] = []
+        images: list[str] = []
+        image_vectors: list[int] = []
+        if self.params.forget_deletes_images and obs_rows:
+            for rid, has_vec in self._image_state(obs_rows):
+                with_images.append(rid)
+                if rows[rid]["image_path"]:
+                    images.append(rows[rid]["image_path"])
+                if has_vec:
+                    image_vectors.append(rid)
+        files = [c for c in crops if c] + images
+        counts = {"observations_removed": 0, "sightings_removed": len(crops),
+                  "images_removed": len(images), "files_removed": len(files)}
+        if dry_run:
+            return {**counts, "identity_id": identity, "dry_run": True}
+        updates = []
+        for rid, row in rows.items():
+            text = scrub_identity(row["description"] or "", pattern)
+            persons = ",".join(p for p in (row["persons"] or "").split(",") if p and p not in forget_ids)
+            updates.append((rid, text, persons, text != (row["description"] or ""),
+                            scrub_identity(json_text.get(rid, ""), pattern)))
+        stale_summaries = [(r[0], r[1]) for r in conn.execute("SELECT identity_id, day, text FROM summaries")
+                           if pattern.search(r[2] or "")]
+        changed_text = [u for u in updates if u[3]]
+        new_vecs = self.text_embedder.embed([u[1] for u in changed_text]) if changed_text else []
+        stamp = time.time()
+        with self._transaction() as tx:
+            tx.execute("DELETE FROM sightings WHERE identity_id=?", (identity,))
+            tx.execute("DELETE FROM summaries WHERE identity_id=?", (identity,))
+            tx.execute("DELETE FROM identities WHERE identity_id=?", (identity,))
+            tx.executemany("INSERT OR REPLACE INTO forgotten_identities(identity_id, forgotten_at) VALUES (?,?)",
+                           [(i, stamp) for i in sorted(forget_ids)])
+            tx.execute("DELETE FROM identity_aliases WHERE identity_id=?", (identity,))
+            tx.executemany("DELETE FROM summaries WHERE identity_id=? AND day=?", stale_summaries)
+            for rid, text, persons, _changed, text_json in updates:
+                tx.execute("UPDATE observations SET description=?, persons=?, description_json=? WHERE id=?",
+                           (text, persons, text_json, rid))
+            for (rid, *_rest), vec in zip(changed_text, new_vecs):
+                tx.execute("UPDATE observations SET text_emb=? WHERE id=?", (_blob(_unit(vec)), rid))
+            tx.executemany("UPDATE observations SET image_path='', image_emb=NULL WHERE id=?",
+                           [(rid,) for rid in with_images])
+            gen = self._bump_generation(tx)
+        if changed_text:
+            ids = np.array([u[0] for u in changed_text], dtype=np.int64)
+            self._index("text").remove(ids)
+            self._index("text").add(ids, np.stack([_unit(v) for v in new_vecs]))
+        if image_vectors:
+            self._index("image").remove(np.array(image_vectors, dtype=np.int64))
+        counts["files_removed"] = self._remove_files(files)
+        self._checkpoint_generation(gen)
+        log.info("forgot identity %s: %d sightings, %d files", identity, counts["sightings_removed"],
+                 counts["files_removed"])
+        return {**counts, "identity_id": identity, "aliases": sorted(aliases), "dry_run": False}
+
+    def _description_json(self, rows) -> dict[int, str]:
+        out = {}
+        ids = [int(i) for i in rows]
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            out.update((r[0], r[1] or "") for r in self._conn().execute(
+                f"SELECT id, description_json FROM observations WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return out
+
+    def _image_state(self, row_ids: Sequence[int]) -> list[tuple[int, bool]]:
+        """(row id, has an image embedding) of the rows among ``row_ids`` with an image or its vector."""
+        out = []
+        ids = [int(i) for i in row_ids]
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            out += [(r[0], bool(r[1])) for r in self._conn().execute(
+                f"SELECT id, image_emb IS NOT NULL FROM observations WHERE id IN ({','.join('?' * len(chunk))}) "
+                "AND (image_path != '' OR image_emb IS NOT NULL)", chunk)]
+        return out
+
+    def _delete_observations(self, where: str, args: tuple, dry_run: bool) -> dict:
+        conn = self._conn()
+        ids = [r[0] for r in conn.execute(f"SELECT id FROM observations WHERE {where}", args)]
+        files = [r[0] for r in conn.execute(f"SELECT image_path FROM observations WHERE {where}", args)]
+        marks_sql = f"SELECT id FROM observations WHERE {where}"
+        crops = [r[0] for r in conn.execute(f"SELECT crop_path FROM sightings WHERE obs IN ({marks_sql})", args)]
+        counts = {"observations_removed": len(ids), "sightings_removed": len(crops),
+                  "files_removed": sum(1 for f in files + crops if f)}
+        if dry_run or not ids:
+            return {**counts, "dry_run": dry_run}
+        with self._transaction() as tx:
+            for table, col in (("sightings", "obs"), ("regions", "obs"), ("obs_xy", "id")):
+                tx.execute(f"DELETE FROM {table} WHERE {col} IN ({marks_sql})", args)
+            tx.execute(f"DELETE FROM observations WHERE {where}", args)
+            self._rebuild_waypoint_stats(tx)
+            tx.execute("DELETE FROM summaries WHERE identity_id NOT IN (SELECT DISTINCT identity_id FROM sightings "
+                       "WHERE identity_id IS NOT NULL)")
+            gen = self._bump_generation(tx)
+        id_array = np.array(ids, dtype=np.int64)
+        for kind in self.VECTOR_KINDS:
+            self._index(kind).remove(id_array)
+        self._load_times()
+        counts["files_removed"] = self._remove_files(files + crops)
+        self._checkpoint_generation(gen)
+        return {**counts, "dry_run": False}
+
+    def forget_older_than(self, hours: float, now: Optional[float] = None, dry_run: bool = False) -> dict:
+        """Retention: delete every observation (and its sightings, regions, files) older than ``hours``."""
+        if not (math.isfinite(hours) and hours >= 0):
+            raise StoreError("forget_older_than: hours must be a finite number >= 0")
+        cutoff = (now if now is not None else time.time()) - hours * 3600.0
+        result = self._delete_observations("t < ?", (cutoff,), dry_run)
+        if not dry_run:
+            with self._transaction() as tx:
+                tx.execute("DELETE FROM episodes WHERE episode_id NOT IN (SELECT DISTINCT episode_id FROM observations) "
+                           "AND last_stamp < ?", (cutoff,))
+        return result
+
+    def forget_episode(self, episode_id: str, dry_run: bool = False) -> dict:
+        """Delete one episode and everything recorded in it (an unknown episode is an error)."""
+        conn = self._conn()
+        if conn.execute("SELECT 1 FROM episodes WHERE episode_id=? UNION SELECT 1 FROM observations WHERE "
+                        "episode_id=? LIMIT 1", (episode_id, episode_id)).fetchone() is None:
+            known = [r[0] for r in conn.execute("SELECT episode_id FROM episodes ORDER BY start DESC LIMIT 10")]
+            raise StoreError(f"no episode {episode_id[:128]!r} (latest: {', '.join(known) or 'none'})",
+                             kind="UnknownEpisodeError")
+        result = self._delete_observations("episode_id = ?", (episode_id,), dry_run)
+        if not dry_run:
+            with self._transaction() as tx:
+                tx.execute("DELETE FROM episodes WHERE episode_id=?", (episode_id,))
+                tx.execute("DELETE FROM occupancy_maps WHERE episode_id=?", (episode_id,))
+        return result

@@ -1,0 +1,53 @@
+"""StoreParams: where and how the memory is kept (the store's parameters, validated here).
+
+``embodied_memory.params`` re-exports it (the memory node's parameters extend it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..calendar_windows import check_timezone
+from .vector_index import APPROXIMATE_INDEXES
+
+
+@dataclass(frozen=True)
+class StoreParams:
+    """Where and how the memory is kept (see embodied_memory.store)."""
+
+    backend: str = "sqlite_faiss"          # sqlite_faiss (embedded) | milvus
+    data_dir: str = "~/.local/share/embodied_memory"
+    milvus_uri: str = ""                   # milvus: http://host:19530, or a file for Milvus Lite
+    text_dim: int = 384                    # MiniLM-L6
+    image_dim: int = 1280                  # MobileNetV2 pooled features (CLIP ViT-B/32: 512)
+    face_dim: int = 128                    # SFace
+    reid_dim: int = 1280
+    max_description_chars: int = 8192
+    timezone: str = "UTC"                  # for "per day" queries
+    recency_weight_cos: float = 3.0        # HUMEMBR s = a*cos_dist + b*(1 - exp(-lambda*h))
+    recency_weight_time: float = 1.0
+    recency_horizon_hours: float = 120.0   # penalty reaches 0.95 at this age
+    checkpoint_every: int = 50_000         # vector snapshot every N inserts (a restart re-adds at most
+                                           # this many vectors from SQLite; a snapshot rewrites the index)
+    approximate_min_vectors: int = 200_000  # FAISS: the exact flat index below, approximate_index above
+    approximate_index: str = "hnsw"        # hnsw | ivf (bench/store_bench.py measures both against exact)
+    text_embedder: str = "minilm"          # minilm | hash (tests/benchmarks without a model)
+    forget_deletes_images: bool = True     # forget --identity also deletes the keyframe images showing them
+    milvus_token_env: str = "MILVUS_TOKEN"         # env var holding the Milvus token ("" = none); never in YAML
+    milvus_user: str = ""                          # Milvus user (password from milvus_password_env)
+    milvus_password_env: str = "MILVUS_PASSWORD"   # env var holding that user's password
+
+    def validate(self) -> None:
+        if self.backend not in ("sqlite_faiss", "milvus"):
+            raise ValueError(f"backend: unknown '{self.backend}' (sqlite_faiss | milvus)")
+        for name in ("text_dim", "image_dim", "face_dim", "reid_dim", "max_description_chars",
+                     "checkpoint_every", "approximate_min_vectors"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}: must be > 0")
+        if self.recency_horizon_hours <= 0:
+            raise ValueError("recency_horizon_hours: must be > 0")
+        check_timezone(self.timezone)
+        if self.approximate_index not in APPROXIMATE_INDEXES:
+            raise ValueError(f"approximate_index: unknown '{self.approximate_index}' "
+                             f"({' | '.join(APPROXIMATE_INDEXES)})")
+        if self.text_embedder not in ("minilm", "hash"):
+            raise ValueError(f"text_embedder: unknown '{self.text_embedder}' (minilm | hash)")

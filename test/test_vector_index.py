@@ -1,0 +1,90 @@
+"""FaissVectorIndex past its flat size: the approximate index (HNSW graph or IVF) keeps the
+interface's promises: removed rows never come back, filters are exact, a snapshot reopens as
+the same kind, and rows added or removed while the approximate index is being built are in it."""
+import numpy as np
+import pytest
+
+from embodied_memory.store.vector_index import FaissVectorIndex
+
+DIM = 32
+
+
+def _vectors(n: int, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+VECS = _vectors(3000)
+IDS = np.arange(1, len(VECS) + 1, dtype=np.int64)
+
+
+def _rows_after(after: int, ids=IDS, vecs=VECS):
+    keep = ids > after
+    yield ids[keep], vecs[keep]
+
+
+def _open(path, approximate, rows=(IDS, VECS)):
+    index = FaissVectorIndex(path, DIM, approximate_min_vectors=1000, approximate=approximate)
+    index.open(1, lambda after: _rows_after(after, *rows), lambda: len(rows[0]))
+    return index
+
+
+@pytest.mark.parametrize("approximate", ["hnsw", "ivf"])
+def test_past_the_flat_size_the_configured_index_finds_each_vector(tmp_path, approximate):
+    index = _open(tmp_path / "text.faiss", approximate)
+    assert index.kind == approximate and index.count() == len(IDS)
+    found = sum(int(index.search(VECS[i], 1)[0][0]) == IDS[i] for i in range(0, 3000, 30))
+    assert found >= 95                     # an approximate index: measured, not assumed exact
+    reopened = _open(tmp_path / "text.faiss", approximate)
+    assert reopened.kind == approximate and reopened.count() == len(IDS)
+
+
+@pytest.mark.parametrize("approximate", ["hnsw", "ivf"])
+def test_removed_rows_never_come_back_and_filters_are_exact(tmp_path, approximate):
+    index = _open(tmp_path / "text.faiss", approximate)
+    gone = IDS[:500]
+    index.remove(gone)
+    assert index.count() == len(IDS) - 500
+    for i in (0, 10, 499):
+        assert IDS[i] not in index.search(VECS[i], 50)[0]
+    subset = IDS[::97]
+    ids, sims = index.search(VECS[5], 10, subset)
+    exact = subset[subset > 500]
+    exact = exact[np.argsort(-(VECS[exact - 1] @ VECS[5]), kind="stable")][:10]
+    assert list(ids) == list(exact) and np.all(np.diff(sims) <= 1e-6)
+    index.checkpoint(int(IDS.max()), 1)
+    if approximate == "hnsw":              # the graph was rebuilt without the removed rows
+        assert index._removed == set() and index._index.ntotal == len(IDS) - 500
+    reopened = FaissVectorIndex(tmp_path / "text.faiss", DIM, approximate_min_vectors=1000, approximate=approximate)
+    reopened.open(1, lambda after: _rows_after(after, IDS[500:], VECS[500:]), lambda: len(IDS) - 500)
+    assert reopened.count() == len(IDS) - 500 and IDS[0] not in reopened.search(VECS[0], 50)[0]
+
+
+def test_a_removed_row_added_again_is_held_once(tmp_path):
+    index = _open(tmp_path / "text.faiss", "hnsw")
+    index.remove(IDS[:3])
+    index.add(IDS[:1], VECS[:1])
+    assert index.count() == len(IDS) - 2
+    ids, _ = index.search(VECS[0], 5)
+    assert ids[0] == IDS[0] and list(ids).count(IDS[0]) == 1 and IDS[1] not in ids
+
+
+@pytest.mark.parametrize("approximate", ["hnsw", "ivf"])
+def test_rows_added_and_removed_while_the_approximate_index_is_built_are_applied(tmp_path, approximate,
+                                                                                    monkeypatch):
+    index = FaissVectorIndex(tmp_path / "text.faiss", DIM, approximate_min_vectors=1000, approximate=approximate)
+    first = 900                            # flat at open, past the threshold after more adds
+    index.open(1, lambda after: _rows_after(after, IDS[:first], VECS[:first]), lambda: first)
+    assert index.kind == "flat"
+    index.add(IDS[first:2000], VECS[first:2000])
+    build = index._new_approximate
+
+    def build_while_writing(ids, vecs):   # runs without the lock: the store keeps writing
+        index.add(IDS[2000:2100], VECS[2000:2100])
+        index.remove(IDS[:10])
+        return build(ids, vecs)
+    monkeypatch.setattr(index, "_new_approximate", build_while_writing)
+    index.checkpoint(2100, 1)
+    assert index.kind == approximate and index.count() == 2100 - 10
+    assert index.search(VECS[2050], 1)[0][0] == IDS[2050]
+    assert IDS[3] not in index.search(VECS[3], 50)[0]
