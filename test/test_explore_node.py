@@ -85,7 +85,7 @@ def test_explore_action_over_dds(tmp_path, ros_context):
         second, _ = explore(question="Where is the rubber duck?", use_episodic_memory=True)
         assert second.success and second.path_length_m < 0.7 * first.path_length_m
         assert second.answer.status == "ok" and second.answer.has_position
-        assert "recall: episode" in stack.log()
+        wait_until(lambda: "recall: episode" in stack.log(), 20, what="the explore node's recall line in its log")
     finally:
         node.destroy_node()
         assert stack.stop() == 0

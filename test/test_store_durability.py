@@ -99,7 +99,7 @@ def test_approximate_index_survives_forget_and_reopen(tmp_path, approximate):
     removal, filters and reopen stay correct."""
     from store_fixtures import T0, obs
     params = make_params(tmp_path, "sqlite_faiss", approximate_min_vectors=300, checkpoint_every=10**6,
-                         approximate_index=approximate)
+                         text_approximate_index=approximate)
     store = open_store(params)
     store.insert([obs(i, T0 + i, f"item {i} on shelf {i % 7}", float(i), 0.0, f"wp{i % 5}",
                       people=["pat"] if i % 50 == 0 else [], episode="big") for i in range(600)])

@@ -84,7 +84,9 @@ def test_tool_table_is_derived_from_the_signatures():
     assert set(table) == set(MemoryStore.QUERY_TOOLS)
     schema = MemoryStore.tool_schema("person_observations")
     assert schema["required"] == ["person"] and schema["additionalProperties"] is False
-    assert schema["properties"]["order"] == {"type": "string", "enum": ["newest", "oldest"], "default": "newest"}
+    order = dict(schema["properties"]["order"])
+    assert order.pop("description").startswith("'newest' (default)")
+    assert order == {"type": "string", "enum": ["newest", "oldest"], "default": "newest"}
     assert schema["properties"]["limit"]["minimum"] == 1 and schema["properties"]["limit"]["maximum"] == 1000
     assert schema["properties"]["t_start"]["type"] == ["number", "null"]
     assert MemoryStore.tool_schema("visual_similarity")["properties"]["embedding"]["type"] == "array"

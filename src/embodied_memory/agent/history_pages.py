@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-PAGE = 1000    # rows per call (the store's largest ``limit``)
+from .tool_views import TOOLS
+
+PAGE = int(TOOLS["person_observations"].arguments["limit"].limit.maximum)    # rows per call: the largest limit
 
 
 def read_pages(call: Callable[[str, dict], Any], tool: str, args: dict, start: float, end: float, pages: int,

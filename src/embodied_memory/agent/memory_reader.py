@@ -7,9 +7,10 @@ from typing import Callable, Optional
 
 from ..calendar_windows import day_window, local_date
 from .history_pages import read_pages
+from .tool_views import TOOLS
 from .tools import ToolBox, ToolCallRecord
 
-QUERY_CHARS = 2000   # the memory's longest text query
+QUERY_CHARS = TOOLS["semantic_observations"].arguments["query"].limit.max_length   # the longest text query
 HISTORY_PAGES = 50   # at most this many pages (50,000 rows) per window
 MAX_DAYS = 31        # day-by-day questions look at most this many days back
 

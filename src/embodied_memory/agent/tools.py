@@ -35,6 +35,8 @@ from zoneinfo import ZoneInfo
 from ..calendar_windows import day_window, local_date
 from .answer import parse_time
 from .history_pages import read_pages
+from .tool_views import (HISTORY_ROWS, MAX_DATES, ORDERS, REMEMBR_TOOLS, SPECS, TIME_HELP, TOOLS, VIEWS,  # noqa: F401
+                         StoreView, is_time)
 from .visits import VISIT_GAP_S
 
 log = logging.getLogger(__name__)
@@ -104,81 +106,10 @@ def _string(desc: str) -> dict:
     return {"type": "string", "description": desc}
 
 
-TIME_HELP = "local ISO 8601 time (e.g. 2026-03-10T14:30:00) or HH:MM today"
-DATE_HELP = "a whole local day, YYYY-MM-DD (instead of start and end)"
-HISTORY_ROWS = 30          # rows of person / waypoint history per call
 SUMMARY_PAGES = 10         # store calls per summary at most (then it says "truncated")
-MAX_DATES = 8              # persons_per_day: dates per call
 VISITS_PER_DAY = 6         # a summary's visits per place and day (the first ones; "+N" more)
 RESULT_CHARS = 6000        # a tool result as the model reads it (longer is cut)
 SUMMARY_CHARS = RESULT_CHARS - 500
-ORDERS = ("newest", "oldest")
-ORDER_SPEC = {"type": "string", "enum": list(ORDERS),
-              "description": "'newest' (default): the latest rows of the window, newest first; 'oldest': the "
-                             "earliest, oldest first (arrived, first seen)"}
-_WINDOW = {"start": _string(f"window start, optional; {TIME_HELP}"),
-           "end": _string(f"window end, optional; {TIME_HELP}"),
-           "date": _string(DATE_HELP), "order": ORDER_SPEC}
-
-SPECS: dict[str, dict] = {
-    "semantic_observations": {
-        "description": "Observations most relevant to a text query, ranked by similarity and recency "
-                       "(newer first among equals). Optionally only those showing a person, or only before a time.",
-        "parameters": {"type": "object", "properties": {
-            "query": _string("what to look for, e.g. 'red mug on a table'"),
-            "person": _string("person id or name, optional"),
-            "before": _string(f"only observations before this time, optional; {TIME_HELP}"),
-            "n": {"type": "integer", "description": "how many (default 10, max 30)"}},
-            "required": ["query"]}},
-    "waypoint_observations": {
-        "description": f"What was observed at a waypoint (place) in a time window: at most {HISTORY_ROWS} "
-                       "observations (see order), also views from elsewhere of people standing there; persons: "
-                       "who was at that place; with summary, everyone seen there in the whole window.",
-        "parameters": {"type": "object", "properties": {
-            "waypoint": _string("waypoint id, e.g. 'kitchen'"), **_WINDOW,
-            "summary": {"type": "boolean", "description": "true: who was seen there (first, last sighting)"}},
-            "required": ["waypoint"]}},
-    "person_observations": {
-        "description": f"Sightings of one person in a time window: at most {HISTORY_ROWS} (see order), each "
-                       "with the place the person was in (waypoint; robot_waypoint: the robot's, when another), "
-                       "the robot's position and, when known, person_position (where they stood); with summary, "
-                       "totals of the whole window.",
-        "parameters": {"type": "object", "properties": {
-            "person": _string("person id or name"), **_WINDOW,
-            "summary": {"type": "boolean", "description": "true: days seen; per place sightings, days, visits, "
-                                                          "minutes; who was seen with them"}},
-            "required": ["person"]}},
-    "persons_per_day": {
-        "description": "Everyone seen on a local day, with first and last sighting; first_time: never seen "
-                       "before that day.",
-        "parameters": {"type": "object", "properties": {"date": {
-            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-            "description": f"YYYY-MM-DD, or a list of up to {MAX_DATES} dates"}}, "required": ["date"]}},
-    "daily_summary": {
-        "description": "Summary of one person's local day: where and when they were seen.",
-        "parameters": {"type": "object", "properties": {
-            "date": _string("YYYY-MM-DD"), "person": _string("person id or name")}, "required": ["date", "person"]}},
-    "retrieve_from_text": {
-        "description": "ReMEmbR: the 5 observations whose descriptions best match a text (no recency).",
-        "parameters": {"type": "object", "properties": {"query": _string("text")}, "required": ["query"]}},
-    "retrieve_from_position": {
-        "description": "ReMEmbR: observations made nearest to a map position.",
-        "parameters": {"type": "object", "properties": {
-            "x": {"type": "number"}, "y": {"type": "number"},
-            "radius": {"type": "number", "description": "metres, optional"}}, "required": ["x", "y"]}},
-    "retrieve_from_time": {
-        "description": "ReMEmbR: the 4 observations closest to a time.",
-        "parameters": {"type": "object", "properties": {"time": _string(TIME_HELP)}, "required": ["time"]}},
-    "image_retrieval": {
-        "description": "LVMem: the images that best match a query; they are shown to you before you answer.",
-        "parameters": {"type": "object", "properties": {
-            "query": _string("what the image should show"),
-            "m": {"type": "integer", "description": "how many images (default 3, max 4)"}}, "required": ["query"]}},
-    "current_state": {
-        "description": "The current time, the robot's last known position, the known waypoints and people.",
-        "parameters": {"type": "object", "properties": {}}},
-}
-REMEMBR_TOOLS = ("retrieve_from_text", "retrieve_from_position", "retrieve_from_time")   # ReMEmbR's three
 NAVIGATE_SPEC = {
     "description": "Drive the robot to a waypoint; optionally check on arrival whether a person is there.",
     "parameters": {"type": "object", "properties": {
@@ -318,11 +249,15 @@ class ToolBox:
         if "id" in record and record["id"] not in self.evidence:
             self.evidence.append(record["id"])
 
-    def _history(self, tool: str, key: str, a: dict) -> Any:
-        """person / waypoint observations: rows, or with ``summary`` the whole window summarised."""
+    def _history(self, view: StoreView, a: dict) -> Any:
+        """person / waypoint observations in a window: rows, or with ``summary`` the whole
+        window summarised."""
         start, end = self._window(a)
-        subject = str(a.get(key, ""))
-        arg = "person" if tool == "person_observations" else "waypoint_id"
+        tool = view.tool
+        arg = view.exposed()[0]                      # the subject: person or waypoint_id
+        subject = str(a.get(view.model_name(arg), ""))
+        if not subject:
+            raise ToolError(f"{view.model_name(arg)} is required")
         if str(a.get("summary", "")).strip().lower() not in ("true", "1", "yes"):   # true, "true", 1
             return self._compact(self.memory.call(tool, {arg: subject, "t_start": start, "t_end": end,
                                                          "limit": HISTORY_ROWS, "order": self._order(a)}))
@@ -443,18 +378,52 @@ class ToolBox:
         self.calls.append(record)
         return {"error": record.error} if record.error else record.result
 
+    def _store_arguments(self, view: StoreView, a: dict) -> dict:
+        """The memory tool's arguments from the model's: times read in the robot's zone and
+        never later than the question, counts within the view's caps, the fixed ones added."""
+        out: dict[str, Any] = dict(view.fixed)
+        exposed = view.exposed()
+        for name, arg in TOOLS[view.tool].arguments.items():
+            if name == "now":
+                out[name] = self.now
+                continue
+            given = view.model_name(name)
+            value = a.get(given) if name in exposed else None
+            if name == "before":
+                out[name] = min(self._time(a, given) or self.now, self.now) if name in exposed else self.now
+            elif name not in exposed or name in out:
+                continue
+            elif value in (None, ""):
+                if name in view.defaults:
+                    out[name] = view.defaults[name]
+                elif arg.required:
+                    raise ToolError(f"{given} is required")
+            elif is_time(arg):
+                out[name] = min(self._time(a, given), self.now)
+            elif arg.json_type in ("integer", "number"):
+                try:
+                    number = float(value)
+                except (TypeError, ValueError) as exc:
+                    raise ToolError(f"{given} must be a number") from exc
+                if arg.json_type == "integer":
+                    number = max(1, min(int(number), int(view.caps.get(name, arg.limit.maximum))))
+                out[name] = number
+            else:
+                out[name] = value if arg.json_type != "string" else str(value)
+        return out
+
     def _dispatch(self, name: str, a: dict) -> Any:
         m = self.memory
-        if name == "semantic_observations":
-            before = min(self._time(a, "before") or self.now, self.now)
-            n = max(1, min(int(a.get("n", 10) or 10), 30))
-            return self._compact(m.call("semantic_observations", {
-                "query": str(a.get("query", "")), "person": a.get("person") or None, "before": before,
-                "n": n, "now": self.now}))
-        if name == "waypoint_observations":
-            return self._history(name, "waypoint", a)
-        if name == "person_observations":
-            return self._history(name, "person", a)
+        view = VIEWS.get(name)
+        if view is not None and view.window:
+            return self._history(view, a)
+        if view is not None:
+            records = m.call(view.tool, self._store_arguments(view, a))
+            if name == "retrieve_from_time":       # the 4 closest that are not later than the question
+                records = [r for r in records if r["t"] <= self.now][:4]
+            if name == "image_retrieval":
+                self.images.extend(r["image_path"] for r in records if r.get("image_path"))
+            return self._compact(records) if view.compact else records
         if name == "persons_per_day":
             dates = a.get("date")
             if isinstance(dates, list):
@@ -462,31 +431,6 @@ class ToolBox:
                     raise ToolError(f"date: give 1 to {MAX_DATES} dates, not {len(dates)}")
                 return {str(d): self._persons_on(str(d)) for d in dates}
             return self._persons_on(str(dates or ""))
-        if name == "daily_summary":
-            return m.call("daily_summary", {"date": str(a.get("date", "")), "person": str(a.get("person", "")),
-                                            "before": self.now})
-        if name == "retrieve_from_text":
-            return self._compact(m.call("text_observations", {"query": str(a.get("query", "")), "k": 5,
-                                                              "before": self.now}))
-        if name == "retrieve_from_position":
-            try:
-                x, y = float(a["x"]), float(a["y"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ToolError("x and y must be numbers") from exc
-            radius = a.get("radius")
-            return self._compact(m.call("observations_near", {
-                "x": x, "y": y, "radius": float(radius) if radius else None, "k": 4, "before": self.now}))
-        if name == "retrieve_from_time":
-            t = self._time(a, "time")
-            if t is None:
-                raise ToolError("time is required")
-            records = [r for r in m.call("observations_at", {"t": min(t, self.now), "k": 8}) if r["t"] <= self.now]
-            return self._compact(records[:4])
-        if name == "image_retrieval":
-            m_images = max(1, min(int(a.get("m", 3) or 3), 4))
-            records = m.call("image_retrieval", {"query": str(a.get("query", "")), "m": m_images, "before": self.now})
-            self.images.extend(r["image_path"] for r in records if r.get("image_path"))
-            return self._compact(records)
         if name == "current_state":
             latest = m.call("latest_observation", {"before": self.now})
             return {"now": parse_iso(self.now, self.tz),

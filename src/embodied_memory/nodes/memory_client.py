@@ -9,6 +9,8 @@ from embodied_memory_interfaces.srv import QueryMemory
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from ..store.memory_store import MemoryStore
+from ..store.tool_args import validate_arguments
 from .common import service_qos
 
 
@@ -29,6 +31,9 @@ class RosMemoryClient:
         self.timeout_s = timeout_s
 
     def call(self, tool: str, arguments: dict):
+        """Arguments are checked against the tool's declaration (store/tool_registry.py) before
+        anything is sent: a wrong call fails here with the memory's own message."""
+        validate_arguments(MemoryStore.tool_table(), tool, arguments)
         if not self._client.wait_for_service(timeout_sec=self.timeout_s):
             raise MemoryServiceError(f"memory service {self.service} is not available")
         done = threading.Event()

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..types import Episode, SemanticRule, as_vector
 from .records import _blob, _unblob, _unit
+from .tool_registry import query_tool
 
 
 class EpisodesMixin:
@@ -36,6 +37,8 @@ class EpisodesMixin:
                          (rule.rule_id, rule.kind, rule.key, rule.condition, rule.action, rule.episode_id,
                           rule.created or time.time(), _blob(_unit(as_vector(vec)))))
 
+    @query_tool("The learned semantic rules most similar to a text (HIMM semantic memory).",
+                result="rule_id, kind, key, condition, action, similarity")
     def rules_for(self, query: str, k: int = 3) -> list[dict]:
         """Top-k semantic rules by similarity to ``query`` (for the agent's system prompt)."""
         rows = self._conn().execute("SELECT * FROM rules").fetchall()
@@ -63,6 +66,8 @@ class EpisodesMixin:
         grid = np.frombuffer(r["data"], dtype=np.int8).reshape(r["height"], r["width"])
         return {"grid": grid, "resolution": r["resolution"], "origin": (r["origin_x"], r["origin_y"])}
 
+    @query_tool("An episode's occupancy map.",
+                result="width, height, resolution, origin [x, y], data_b64 (int8 rows, row 0 at the lowest y), or null")
     def occupancy_map(self, episode_id: str) -> Optional[dict]:
         """An episode's occupancy map as JSON (the query service): values base64-coded int8 rows,
         row 0 at the lowest y (nav_msgs/OccupancyGrid layout)."""
@@ -74,6 +79,8 @@ class EpisodesMixin:
                 "width": int(grid.shape[1]), "height": int(grid.shape[0]),
                 "data_b64": base64.b64encode(np.ascontiguousarray(grid, np.int8).tobytes()).decode()}
 
+    @query_tool("Every waypoint the robot recorded observations at: id, count, mean position, last visit.",
+                result="waypoint, observations (count), position [x, y] (mean), last_visit (ISO)")
     def waypoints(self, before: Optional[float] = None) -> list[dict]:
         """Every waypoint the robot recorded observations with a position at (up to ``before``):
         id, count, mean position, last visit (observations stored without a pose are found by
@@ -90,6 +97,8 @@ class EpisodesMixin:
         return [{"waypoint": r["waypoint_id"], "observations": r["n"], "position": [round(r["x"], 2), round(r["y"], 2)],
                  "last_visit": self.iso(r["last"])} for r in rows]
 
+    @query_tool("Every stored identity with its name and last sighting (up to a time).",
+                result="person, name (when named), last_seen (ISO, when seen)")
     def people(self, before: Optional[float] = None) -> list[dict]:
         """Every stored identity with its display name and last sighting (index lookups only);
         with ``before`` only those seen by then, with their last sighting by then."""

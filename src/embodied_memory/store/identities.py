@@ -23,6 +23,7 @@ from ..types import Identity, Observation
 from .errors import StoreError, UnknownPersonError
 from .image_files import file_in
 from .records import _blob, _unblob, _unit
+from .tool_registry import query_tool
 
 log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
 
@@ -127,6 +128,8 @@ class IdentitiesMixin:
                                     (limit,))
         return [r[0] for r in rows]
 
+    @query_tool("Everything stored about one identity (a subject-access export).",
+                result="identity_id, display_name, created, sightings (observation_id, time, episode, waypoint, position...), summaries")
     def export_identity(self, person: str, include_embeddings: bool = False) -> dict:
         """Everything stored about one identity (a subject-access export)."""
         identity = self.resolve_person(person)

@@ -48,7 +48,7 @@ class IndexLifecycleMixin:
             else:
                 index = FaissVectorIndex(self.data_dir / f"{kind}.faiss", dim,
                                          approximate_min_vectors=self.params.approximate_min_vectors,
-                                         approximate=self.params.approximate_index)
+                                         approximate=getattr(self.params, f"{kind}_approximate_index"))
 
             def count_rows() -> int:
                 return self._conn().execute(f"SELECT COUNT(*) FROM observations INDEXED BY obs_{kind}_vec "

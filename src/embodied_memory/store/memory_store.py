@@ -43,7 +43,8 @@ from .records import (_ID_RE, _MAX_TEXT_FIELD, _SCHEMA, _WRITE_FAULT_ERRNOS, _WR
                       RecordsMixin, _blob, _is_write_fault, _nearest_waypoint, _unblob, _unit, _utf8)
 from .retrieval import _OBS_COLUMNS, HISTORY_ORDERS, RetrievalMixin
 from .stats import StatsMixin
-from .tool_args import ToolTable, build_tool_table, json_schema, validate_arguments
+from .tool_args import ToolTable, validate_arguments
+from .tool_registry import QueryTool, registry_of, tool_table_of
 
 __all__ = ["MemoryStore", "open_store", "milvus_credentials", "StoreParams", "Summariser", "HISTORY_ORDERS",
            "PLACE_RADIUS_M", "scrub_identity", "InsertResult", "InvalidArgumentError", "InvalidRecordError",
@@ -110,26 +111,19 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, IdentitiesM
             conn.close()
             self._local.conn = None
 
-    # -- the tool table ----------------------------------------------------------------------
-    QUERY_TOOLS = ("semantic_observations", "text_observations", "image_retrieval", "visual_similarity",
-                   "observations_near", "observations_between", "observations_at", "waypoint_observations",
-                   "person_observations", "persons_between", "persons_per_day", "daily_summary",
-                   "export_identity", "rules_for", "get_observation", "latest_observation", "waypoints", "people",
-                   "occupancy_map")
-
-    _tool_table: Optional[ToolTable] = None
+    # -- the tool registry (store/tool_registry.py: every @query_tool of the mixins) -----------
+    TOOLS: dict[str, QueryTool] = {}     # set below, once the class exists
+    QUERY_TOOLS: tuple[str, ...] = ()
 
     @classmethod
     def tool_table(cls) -> ToolTable:
-        """tool -> argument specs, derived once from the methods' signatures (store/tool_args.py)."""
-        if cls._tool_table is None:
-            cls._tool_table = build_tool_table({name: getattr(cls, name) for name in cls.QUERY_TOOLS})
-        return cls._tool_table
+        """tool -> argument specs (typed, ranged, described)."""
+        return _TOOL_TABLE
 
     @classmethod
     def tool_schema(cls, name: str) -> dict:
-        """The JSON Schema of a query tool's arguments."""
-        return json_schema(cls.tool_table(), name)
+        """The JSON Schema of a query tool's arguments, each described."""
+        return cls.TOOLS[name].json_schema()
 
     def call_tool(self, name: str, arguments: dict) -> Any:
         """Call a retrieval function by name with JSON arguments (the memory query service).
@@ -146,6 +140,11 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, IdentitiesM
         except Exception as exc:  # noqa: BLE001 - no request may take the store down
             log.exception("tool %s failed", name)
             raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
+
+
+MemoryStore.TOOLS = registry_of(MemoryStore)
+MemoryStore.QUERY_TOOLS = tuple(MemoryStore.TOOLS)
+_TOOL_TABLE: ToolTable = tool_table_of(MemoryStore.TOOLS)
 
 
 def open_store(params: StoreParams, **kwargs) -> MemoryStore:

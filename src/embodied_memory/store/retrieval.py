@@ -22,6 +22,7 @@ from ..calendar_windows import day_window
 from ..types import as_vector
 from .errors import InvalidArgumentError, StoreError, UnknownPersonError
 from .records import _unit
+from .tool_registry import OBSERVATION, SIGHTING, query_tool
 
 log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
 
@@ -160,6 +161,8 @@ class RetrievalMixin:
         return best
 
     # -- retrieval functions (agent tools) ----------------------------------------------------
+    @query_tool("Observations most relevant to a text query, ranked by similarity and recency (HUMEMBR: a*cosine_distance + b*(1 - exp(-lambda*hours_ago)), newer first among equals); optionally only those showing a person, or only before a time.",
+                result=f"best first: {OBSERVATION}; score (lower is better)")
     def semantic_observations(self, query: str, person: Optional[str] = None,
                               before: Optional[float] = None, n: int = 30,
                               now: Optional[float] = None) -> list[dict]:
@@ -173,6 +176,8 @@ class RetrievalMixin:
                             use_recency=True, subset=subset)
         return [self._record(row, score) for score, row in hits]
 
+    @query_tool("The observations whose descriptions best match a text, by cosine similarity alone (ReMEmbR retrieve_from_text; no recency).",
+                result=f"best first: {OBSERVATION}; score")
     def text_observations(self, query: str, k: int = 5, before: Optional[float] = None,
                           episode: Optional[str] = None) -> list[dict]:
         """ReMEmbR ``retrieve_from_text``: plain cosine top-k over descriptions (optionally of
@@ -181,6 +186,8 @@ class RetrievalMixin:
                             use_recency=False, subset=self._episode_row_ids(episode, "text_emb") if episode else None)
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
 
+    @query_tool("LVMem: the observations whose images best match a query (with their image paths).",
+                result=f"best first: {OBSERVATION}; score")
     def image_retrieval(self, query: str, m: int = 3, before: Optional[float] = None) -> list[dict]:
         """LVMem: the M observations whose images best match ``query`` (with their image paths).
 
@@ -197,6 +204,8 @@ class RetrievalMixin:
                                 use_recency=False, accept=has_image)
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
 
+    @query_tool("Observations whose global image embedding is nearest to an embedding (episodic recall across episodes).",
+                result=f"best first: {OBSERVATION}; similarity")
     def visual_similarity(self, embedding: Sequence[float], k: int = 10, episode: Optional[str] = None,
                           exclude_episode: Optional[str] = None) -> list[dict]:
         """Top-k observations by global image embedding (episodic recall across episodes)."""
@@ -209,6 +218,8 @@ class RetrievalMixin:
                             subset=subset, accept=accept)
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
 
+    @query_tool("Observations made near a map position, nearest first (ReMEmbR retrieve_from_position).",
+                result=f"nearest first: {OBSERVATION}; distance_m")
     def observations_near(self, x: float, y: float, radius: Optional[float] = None, k: int = 4,
                           before: Optional[float] = None) -> list[dict]:
         """Observations within ``radius`` metres of (x, y), nearest first; without a radius the
@@ -236,11 +247,15 @@ class RetrievalMixin:
             r *= 4
         return [{**self._record(row), "distance_m": round(d, 2)} for d, row in chosen]
 
+    @query_tool("Observations in a time window, oldest first.",
+                result=f"oldest first: {OBSERVATION}")
     def observations_between(self, t_start: float, t_end: float, limit: int = 50) -> list[dict]:
         rows = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t >= ? AND t <= ? "
                                     "ORDER BY t LIMIT ?", (t_start, t_end, limit))
         return [self._record(r) for r in rows]
 
+    @query_tool("The observations closest in time to a time (ReMEmbR retrieve_from_time).",
+                result=f"closest first: {OBSERVATION}; dt_s (seconds from t)")
     def observations_at(self, t: float, k: int = 4) -> list[dict]:
         """The k observations closest in time to ``t`` (ReMEmbR ``retrieve_from_time``)."""
         conn = self._conn()
@@ -257,6 +272,8 @@ class RetrievalMixin:
             raise InvalidArgumentError(f"order must be one of {', '.join(HISTORY_ORDERS)}, got {order!r}")
         return f"ORDER BY {column} {'DESC' if order == 'newest' else 'ASC'}"
 
+    @query_tool("What was observed at a waypoint (place) in a time window: the robot's observations there and views from elsewhere of people standing there; persons: who was at that place.",
+                result=f"in the given order: {SIGHTING}")
     def waypoint_observations(self, waypoint_id: str, t_start: Optional[float] = None,
                               t_end: Optional[float] = None, limit: int = 50,
                               order: str = "newest") -> list[dict]:
@@ -294,6 +311,8 @@ class RetrievalMixin:
             records.append(rec)
         return records
 
+    @query_tool("Sightings of one person in a time window, each with the place the person was in and, when known, where they stood.",
+                result=f"in the given order: {SIGHTING}")
     def person_observations(self, person: str, t_start: Optional[float] = None,
                             t_end: Optional[float] = None, limit: int = 50,
                             order: str = "newest") -> list[dict]:
@@ -337,6 +356,8 @@ class RetrievalMixin:
         newest = self._newest()
         return newest is None or before >= newest
 
+    @query_tool("Everyone seen in a time window, by first sighting in it.",
+                result="person, name (when named), sightings, first_seen / last_seen (ISO), first_t / last_t (UNIX), first_id / last_id (observation ids)")
     def persons_between(self, t_start: float, t_end: float) -> list[dict]:
         """Everyone with a sighting in [t_start, t_end] (UNIX times), ordered by first sighting
         in the window: person (identity id), name (when named), sightings (count), first_seen /
@@ -359,6 +380,8 @@ class RetrievalMixin:
                  "first_t": round(r["first"], 3), "last_t": round(r["last"], 3),
                  "first_id": r["first_id"], "last_id": r["last_id"]} for r in rows]
 
+    @query_tool("Everyone seen on a calendar day (up to a time), by first sighting.",
+                result="as persons_between")
     def persons_per_day(self, date: str, before: Optional[float] = None) -> list[dict]:
         """HUMEMBR available persons: everyone seen on ``date`` (a calendar day in the store's
         zone) up to ``before``: :meth:`persons_between` of that day's window."""
@@ -366,6 +389,8 @@ class RetrievalMixin:
         t_end = math.nextafter(t1, -math.inf)
         return self.persons_between(t0, t_end if before is None else min(t_end, before))
 
+    @query_tool("A summary of one person's day: where and when they were seen.",
+                result="person, date, summary (text), sightings")
     def daily_summary(self, date: str, person: str, before: Optional[float] = None) -> dict:
         """HUMEMBR person daily summary of the whole day in time order (up to ``before``; an
         identity first seen after ``before`` is unknown).  Summariser injectable; cached per
@@ -413,11 +438,15 @@ class RetrievalMixin:
                          f"{s['description'][:100]}")
         return "\n".join(lines)
 
+    @query_tool("One observation by its id.",
+                result=f"{OBSERVATION}, or null")
     def get_observation(self, observation_id: str) -> Optional[dict]:
         row = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE observation_id=?",
                                    (observation_id,)).fetchone()
         return self._record(row) if row else None
 
+    @query_tool("The most recent observation (up to a time): where the robot last was.",
+                result=f"{OBSERVATION}, or null")
     def latest_observation(self, before: Optional[float] = None) -> Optional[dict]:
         row = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t <= ? ORDER BY t DESC LIMIT 1",
                                    (before if before is not None else 1e18,)).fetchone()

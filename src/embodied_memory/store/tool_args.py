@@ -17,7 +17,7 @@ import inspect
 import math
 import numbers
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import InvalidArgumentError
@@ -43,13 +43,13 @@ class Limit:
 
 
 _COUNT = Limit(minimum=1, maximum=COUNT_MAX)
-_TIME = Limit(minimum=0, maximum=TIME_MAX)
+TIME_LIMIT = Limit(minimum=0, maximum=TIME_MAX)   # UNIX seconds (an agent sees local times)
 _COORD = Limit(minimum=-COORD_MAX, maximum=COORD_MAX)
 _ID = Limit(max_length=ID_CHARS)
 
 ARGUMENT_LIMITS: dict[str, Limit] = {
     "n": _COUNT, "k": _COUNT, "m": _COUNT, "limit": _COUNT,
-    "before": _TIME, "now": _TIME, "t": _TIME, "t_start": _TIME, "t_end": _TIME,
+    "before": TIME_LIMIT, "now": TIME_LIMIT, "t": TIME_LIMIT, "t_start": TIME_LIMIT, "t_end": TIME_LIMIT,
     "x": _COORD, "y": _COORD,
     "radius": Limit(minimum=0, exclusive_minimum=True, maximum=COORD_MAX),
     "query": Limit(max_length=QUERY_CHARS),
@@ -69,6 +69,10 @@ class ArgSpec:
     nullable: bool
     default: Any
     limit: Limit
+    description: str = ""        # tool_registry: what the argument means
+
+    def described(self, description: str) -> "ArgSpec":
+        return replace(self, description=description)
 
     def json_schema(self) -> dict:
         schema: dict[str, Any] = {"type": [self.json_type, "null"] if self.nullable else self.json_type}
@@ -132,13 +136,6 @@ def build_tool_table(methods: Mapping[str, Callable]) -> ToolTable:
                                         None if required else param.default, limit)
         table[tool] = specs
     return table
-
-
-def json_schema(table: ToolTable, tool: str) -> dict:
-    """The JSON Schema of one tool's arguments (for clients and LLM tool specs)."""
-    specs = table[tool]
-    return {"type": "object", "properties": {n: s.json_schema() for n, s in specs.items()},
-            "required": [n for n, s in specs.items() if s.required], "additionalProperties": False}
 
 
 def _type_name(value) -> str:

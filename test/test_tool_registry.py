@@ -1,0 +1,104 @@
+"""One tool registry (store/tool_registry.py): a query tool is declared once, on the store method
+that implements it, and its name, typed and ranged arguments, description and result shape reach
+the memory service's validation, the agent's tool specs, the ROS client and the rules planner."""
+from typing import Optional
+
+import pytest
+
+from embodied_memory.agent import tool_views
+from embodied_memory.agent.history_pages import PAGE
+from embodied_memory.agent.memory_reader import QUERY_CHARS
+from embodied_memory.store.errors import InvalidArgumentError
+from embodied_memory.store.memory_store import MemoryStore
+from embodied_memory.store.tool_args import validate_arguments
+from embodied_memory.store.tool_registry import ARGUMENT_DOCS, query_tool, registry_of
+
+from store_fixtures import T0, filled_store
+
+
+def test_every_tool_is_declared_with_described_arguments_and_a_result():
+    assert MemoryStore.QUERY_TOOLS == tuple(MemoryStore.TOOLS) and len(MemoryStore.TOOLS) >= 19
+    for name, tool in MemoryStore.TOOLS.items():
+        assert tool.description and tool.result, name
+        schema = MemoryStore.tool_schema(name)
+        assert all(p["description"] for p in schema["properties"].values()), name
+    before = MemoryStore.tool_schema("semantic_observations")["properties"]["before"]
+    assert before["description"] == ARGUMENT_DOCS["before"] + " (UNIX seconds)"
+
+
+def test_adding_a_tool_is_one_decorated_method(tmp_path):
+    class WithOneMore(MemoryStore):
+        @query_tool("How many observations were stored at a waypoint.", result="count",
+                    waypoint_id="the place to count")
+        def waypoint_count(self, waypoint_id: str, before: Optional[float] = None) -> int:
+            return len(self.waypoint_observations(waypoint_id, t_end=before, limit=1000))
+
+    registry = registry_of(WithOneMore)
+    assert set(registry) == set(MemoryStore.TOOLS) | {"waypoint_count"}
+    schema = registry["waypoint_count"].json_schema()
+    assert schema["required"] == ["waypoint_id"] and schema["properties"]["waypoint_id"]["description"] == \
+        "the place to count"
+    assert schema["properties"]["before"]["maximum"] == 1e11       # its range from the shared limits
+    with pytest.raises(InvalidArgumentError, match="waypoint_count: before"):
+        validate_arguments({n: t.arguments for n, t in registry.items()}, "waypoint_count",
+                           {"waypoint_id": "kitchen", "before": "yesterday"})
+
+
+def test_a_tool_without_a_description_of_an_argument_is_refused():
+    class Undocumented(MemoryStore):
+        @query_tool("Something.", result="something")
+        def mystery(self, colour: str) -> str:
+            return colour
+
+    with pytest.raises(TypeError, match="mystery.colour"):
+        registry_of(Undocumented)
+
+
+def test_the_agent_tools_are_views_of_the_memory_tools():
+    specs = tool_views.SPECS
+    semantic = specs["semantic_observations"]
+    assert semantic["description"] == MemoryStore.TOOLS["semantic_observations"].description
+    props = semantic["parameters"]["properties"]
+    assert set(props) == {"query", "person", "before", "n"}       # "now" is the question's, never the model's
+    assert props["before"]["type"] == "string" and tool_views.TIME_HELP in props["before"]["description"]
+    assert "max 30" in props["n"]["description"]
+    assert set(specs["retrieve_from_time"]["parameters"]["properties"]) == {"time"}
+    assert specs["waypoint_observations"]["parameters"]["required"] == ["waypoint"]
+    # the rules planner's limits are the memory's
+    assert QUERY_CHARS == MemoryStore.TOOLS["semantic_observations"].arguments["query"].limit.max_length
+    assert PAGE == MemoryStore.TOOLS["person_observations"].arguments["limit"].limit.maximum
+
+
+def test_a_view_turns_model_arguments_into_memory_arguments(tmp_path):
+    from zoneinfo import ZoneInfo
+
+    from embodied_memory.agent.tools import StoreMemoryClient, ToolBox
+    store = filled_store(tmp_path, "sqlite_faiss")
+    try:
+        now = T0 + 3 * 3600
+        box = ToolBox(StoreMemoryClient(store), now, ZoneInfo("UTC"))
+        args = box._store_arguments(tool_views.VIEWS["semantic_observations"],
+                                    {"query": "red mug", "n": 500, "before": "2030-01-01T00:00:00"})
+        assert args == {"query": "red mug", "n": 30, "before": now, "now": now}   # capped, never after now
+        args = box._store_arguments(tool_views.VIEWS["retrieve_from_time"], {"time": "09:00"})
+        assert args == {"k": 8, "t": T0 + 3600}                   # the model's "time" is the memory's t
+        result = box.run("retrieve_from_position", {"x": 1, "y": 1})
+        assert [r["id"] for r in result][:1] == ["o0"] and "before" in box.trace[-1]
+    finally:
+        store.close()
+
+
+@pytest.mark.integration
+def test_the_ros_client_checks_arguments_before_it_sends(ros_context):
+    from rclpy.node import Node
+
+    from embodied_memory.nodes.memory_client import RosMemoryClient
+    node = Node("registry_client_test", context=ros_context)
+    try:
+        client = RosMemoryClient(node, "/nobody/query", timeout_s=30.0)
+        with pytest.raises(InvalidArgumentError, match="person_observations: limit must be <= 1000"):
+            client.call("person_observations", {"person": "alice", "limit": 5000})   # at once, not after 30 s
+        with pytest.raises(InvalidArgumentError, match="unknown tool"):
+            client.call("drop_table", {})
+    finally:
+        node.destroy_node()
