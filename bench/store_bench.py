@@ -125,9 +125,10 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def run(backend: str, size: int, root: Path, repeats: int, pool=None, approximate: str = "") -> dict:
+def run(backend: str, size: int, root: Path, repeats: int, pool=None, approximate: str = "",
+        approximate_min: int = 0) -> dict:
     data_dir = root / f"{backend}_{size}_{approximate}"
-    options = {}
+    options = {"approximate_min_vectors": approximate_min} if approximate_min else {}
     if backend == "sqlite_faiss" and approximate == "flat":
         options["approximate_min_vectors"] = 2**62
     elif backend == "sqlite_faiss" and approximate:
@@ -157,6 +158,7 @@ def run(backend: str, size: int, root: Path, repeats: int, pool=None, approximat
     figures["semantic_p50_ms"], figures["semantic_p95_ms"] = (
         lambda s: (percentile_ms(s, 50), percentile_ms(s, 95)))(
         timed(lambda i: store.semantic_observations(queries[i], n=30, now=now), repeats))
+    people = [p["person"] for p in store.people()] or ["nobody"]     # those the store holds (a small one: not all 50)
     vectors = {q: store.embed_text(q) for q in queries}       # the search alone: the query's vector given
     embed_text = store.embed_text
     store.embed_text = vectors.__getitem__
@@ -164,12 +166,12 @@ def run(backend: str, size: int, root: Path, repeats: int, pool=None, approximat
         lambda s: (percentile_ms(s, 50), percentile_ms(s, 95)))(
         timed(lambda i: store.semantic_observations(queries[i], n=30, now=now), repeats))
     figures["filtered_search_p95_ms"] = percentile_ms(timed(      # a person filter and a time bound
-        lambda i: store.semantic_observations(queries[i], person=f"person_{i % 50:04d}",
+        lambda i: store.semantic_observations(queries[i], person=people[i % len(people)],
                                               before=now - (i % 10) * 86400, n=30, now=now), repeats), 95)
     store.embed_text = embed_text
     figures["recall_at_30"] = recall_at_30(store, queries[:20], now)
     figures["person_p95_ms"] = percentile_ms(timed(
-        lambda i: store.person_observations(f"person_{i % 50:04d}", T0 + (i % 20) * 86400,
+        lambda i: store.person_observations(people[i % len(people)], T0 + (i % 20) * 86400,
                                             T0 + (i % 20 + 3) * 86400), repeats), 95)
     figures["waypoint_p95_ms"] = percentile_ms(timed(
         lambda i: store.waypoint_observations(f"wp_{i % 100}", T0 + (i % 25) * 86400,
@@ -202,6 +204,8 @@ def main() -> int:
     parser.add_argument("--approximate", nargs="+", default=[""], choices=("", "hnsw", "ivf", "flat"),
                         help="sqlite_faiss: the index kind above the flat size ('flat': never; default: the "
                              "store's default)")
+    parser.add_argument("--approximate-min-vectors", type=int, default=0,
+                        help="the flat index's size limit (default: the store's, 200,000)")
     parser.add_argument("--dir", default="", help="where to build the stores (default: a temp dir)")
     parser.add_argument("--json", default="", help="also write the figures to this file")
     args = parser.parse_args()
@@ -216,7 +220,7 @@ def main() -> int:
     for size in args.sizes:
         for backend in args.backends:
             for approximate in (args.approximate if backend == "sqlite_faiss" else [""]):
-                fig = run(backend, size, root, args.repeats, pool, approximate)
+                fig = run(backend, size, root, args.repeats, pool, approximate, args.approximate_min_vectors)
                 rows.append(fig)
                 print("| " + " | ".join(f"{fig[c]:.2f}" if isinstance(fig[c], float) else str(fig[c])
                                         for c in cols) + " |", flush=True)
