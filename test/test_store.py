@@ -387,3 +387,21 @@ def test_a_person_seen_through_a_door_is_placed_where_they_stood(store):
     exported = store.export_identity("carol")["sightings"][-1]      # a subject-access export says where too
     assert (exported["waypoint"], exported["robot_waypoint"], exported["person_position"]) == \
         ("kitchen", "corridor", [2.0, 1.0, 0.0])
+
+
+def test_row_ids_are_not_reused_after_the_newest_rows_are_forgotten(tmp_path):
+    """Deleting the newest rows would let SQLite hand their ids out again; an open index that
+    held them would then skip the new row, invisible to search until a restart."""
+    store = filled_store(tmp_path, "sqlite_faiss")
+    try:
+        store.warm_up()
+        newest = store._conn().execute("SELECT MAX(id) FROM observations").fetchone()[0]
+        assert store.forget_episode("day2")["observations_removed"] == 1      # o5, the newest row
+        store.insert([obs(9, T0 + 30 * HOUR, "a green fern in a white pot by the window", 3, 3, "office",
+                          episode="day3")])
+        row = store._conn().execute("SELECT id FROM observations WHERE observation_id='o9'").fetchone()[0]
+        assert row > newest
+        hits = store.text_observations("green fern in a white pot", k=1)
+        assert [h["id"] for h in hits] == ["o9"]
+    finally:
+        store.close()

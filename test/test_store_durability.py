@@ -103,6 +103,7 @@ def test_approximate_index_survives_forget_and_reopen(tmp_path, approximate):
     store = open_store(params)
     store.insert([obs(i, T0 + i, f"item {i} on shelf {i % 7}", float(i), 0.0, f"wp{i % 5}",
                       people=["pat"] if i % 50 == 0 else [], episode="big") for i in range(600)])
+    store.warm_up()          # opening never waits for the approximate index: a (background) snapshot builds it
     store.checkpoint()
     assert store._index("text").kind == approximate
     assert store.text_observations("item 123 on shelf 4", k=1)[0]["id"] == "o123"

@@ -1,6 +1,7 @@
 """Semantic search with recency is exact for the flat index under every filter: thousands of
 near-duplicate old descriptions fill any fixed candidate list, and the recent match (a little
-less similar, far more recent) must still win, with a person filter and with ``before``."""
+less similar, far more recent) must still win, with a person filter and with ``before``. The
+same holds on the HNSW graph (the newest rows scored exactly, bounded by time) and Milvus."""
 import numpy as np
 import pytest
 
@@ -19,14 +20,20 @@ def _obs(i, t, text, people=()):
                        people=[PersonSighting((0, 0, 10, 20), p, 0.9, 0.8) for p in people])
 
 
-@pytest.fixture(scope="module", params=["sqlite_faiss", "milvus"])
+@pytest.fixture(scope="module", params=["sqlite_faiss", "sqlite_faiss_hnsw", "milvus"])
 def store(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("exact")
-    s = open_store(make_params(tmp, request.param))
+    graph = request.param == "sqlite_faiss_hnsw"
+    s = open_store(make_params(tmp, "sqlite_faiss", approximate_min_vectors=1000) if graph else
+                   make_params(tmp, request.param))
     old = [_obs(i, T0 + i, OLD, people=["alice"] if i % 2 else ()) for i in range(N_OLD)]
     s.insert(old)
     s.insert([_obs(N_OLD, T0 + 290 * HOUR, RECENT, people=["alice"]),
               _obs(N_OLD + 1, T0 + 300 * HOUR, RECENT, people=["bob"])])
+    if graph:
+        s.warm_up()
+        s.checkpoint()                    # what the background snapshot does past the flat size
+        assert s._index("text").kind == "hnsw"
     yield s
     s.close()
 

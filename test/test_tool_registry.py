@@ -6,8 +6,6 @@ from typing import Optional
 import pytest
 
 from embodied_memory.agent import tool_views
-from embodied_memory.agent.history_pages import PAGE
-from embodied_memory.agent.memory_reader import QUERY_CHARS
 from embodied_memory.store.errors import InvalidArgumentError
 from embodied_memory.store.memory_store import MemoryStore
 from embodied_memory.store.tool_args import validate_arguments
@@ -64,9 +62,7 @@ def test_the_agent_tools_are_views_of_the_memory_tools():
     assert "max 30" in props["n"]["description"]
     assert set(specs["retrieve_from_time"]["parameters"]["properties"]) == {"time"}
     assert specs["waypoint_observations"]["parameters"]["required"] == ["waypoint"]
-    # the rules planner's limits are the memory's
-    assert QUERY_CHARS == MemoryStore.TOOLS["semantic_observations"].arguments["query"].limit.max_length
-    assert PAGE == MemoryStore.TOOLS["person_observations"].arguments["limit"].limit.maximum
+    assert "robot's time zone" in specs["persons_per_day"]["parameters"]["properties"]["date"]["description"]
 
 
 def test_a_view_turns_model_arguments_into_memory_arguments(tmp_path):
@@ -82,8 +78,12 @@ def test_a_view_turns_model_arguments_into_memory_arguments(tmp_path):
         assert args == {"query": "red mug", "n": 30, "before": now, "now": now}   # capped, never after now
         args = box._store_arguments(tool_views.VIEWS["retrieve_from_time"], {"time": "09:00"})
         assert args == {"k": 8, "t": T0 + 3600}                   # the model's "time" is the memory's t
-        result = box.run("retrieve_from_position", {"x": 1, "y": 1})
+        result = box.run("retrieve_from_position", {"x": 1, "y": 1, "radius": 0})   # 0: not given
         assert [r["id"] for r in result][:1] == ["o0"] and "before" in box.trace[-1]
+        args = box._store_arguments(tool_views.VIEWS["image_retrieval"], {"query": "mug", "m": 0})
+        assert "m" not in args                           # 0 images asked: the memory's default (3)
+        args = box._store_arguments(tool_views.VIEWS["semantic_observations"], {"query": "mug", "n": 0})
+        assert args["n"] == 10                           # the model's default
     finally:
         store.close()
 

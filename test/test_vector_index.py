@@ -1,6 +1,8 @@
-"""FaissVectorIndex past its flat size: the approximate index (HNSW graph or IVF) keeps the
-interface's promises: removed rows never come back, filters are exact, a snapshot reopens as
-the same kind, and rows added or removed while the approximate index is being built are in it."""
+"""FaissVectorIndex past its flat size: the approximate index (HNSW graph or IVF), built by a
+snapshot, keeps the interface's promises: removed rows never come back, a row added again holds
+its new vector (without a rebuild), filters are exact, a snapshot reopens as the same kind and
+never holds a masked row, and rows added, removed or replaced while the approximate index is
+being built are in it as they are now."""
 import numpy as np
 import pytest
 
@@ -26,6 +28,9 @@ def _rows_after(after: int, ids=IDS, vecs=VECS):
 def _open(path, approximate, rows=(IDS, VECS)):
     index = FaissVectorIndex(path, DIM, approximate_min_vectors=1000, approximate=approximate)
     index.open(1, lambda after: _rows_after(after, *rows), lambda: len(rows[0]))
+    if index.wants_rebuild:                 # past the flat size: what the store's background snapshot does
+        assert index.kind == "flat"         # opening never waits for the build
+        index.checkpoint(index.max_id, 1)
     return index
 
 
@@ -54,19 +59,36 @@ def test_removed_rows_never_come_back_and_filters_are_exact(tmp_path, approximat
     assert list(ids) == list(exact) and np.all(np.diff(sims) <= 1e-6)
     index.checkpoint(int(IDS.max()), 1)
     if approximate == "hnsw":              # the graph was rebuilt without the removed rows
-        assert index._removed == set() and index._index.ntotal == len(IDS) - 500
-    reopened = FaissVectorIndex(tmp_path / "text.faiss", DIM, approximate_min_vectors=1000, approximate=approximate)
-    reopened.open(1, lambda after: _rows_after(after, IDS[500:], VECS[500:]), lambda: len(IDS) - 500)
+        assert not index._index.dirty and index._index.graph.ntotal == len(IDS) - 500
+    reopened = _open(tmp_path / "text.faiss", approximate, (IDS[500:], VECS[500:]))
+    assert reopened.kind == approximate
     assert reopened.count() == len(IDS) - 500 and IDS[0] not in reopened.search(VECS[0], 50)[0]
 
 
-def test_a_removed_row_added_again_is_held_once(tmp_path):
+def test_a_removed_row_added_again_holds_its_new_vector_without_a_rebuild(tmp_path):
     index = _open(tmp_path / "text.faiss", "hnsw")
+    graph = index._index
+    new = _vectors(1, seed=9)
     index.remove(IDS[:3])
-    index.add(IDS[:1], VECS[:1])
-    assert index.count() == len(IDS) - 2
-    ids, _ = index.search(VECS[0], 5)
-    assert ids[0] == IDS[0] and list(ids).count(IDS[0]) == 1 and IDS[1] not in ids
+    index.add(IDS[:1], new)                          # a re-embedded description
+    assert index._index is graph and index.count() == len(IDS) - 2
+    ids, sims = index.search(new[0], 5)
+    assert ids[0] == IDS[0] and sims[0] == pytest.approx(1.0, abs=1e-5) and list(ids).count(IDS[0]) == 1
+    assert IDS[0] not in index.search(VECS[0], 5)[0][:1] and IDS[1] not in index.search(VECS[1], 50)[0]
+    subset_ids, _ = index.search(new[0], 3, subset=IDS[:10])
+    assert subset_ids[0] == IDS[0] and IDS[1] not in subset_ids
+    index.checkpoint(int(IDS.max()), 2)              # the snapshot folds it into a clean graph
+    assert not index._index.dirty and index.count() == len(IDS) - 2
+    reopened = FaissVectorIndex(tmp_path / "text.faiss", DIM, approximate_min_vectors=1000)
+    rows = (np.concatenate([IDS[:1], IDS[3:]]), np.concatenate([new, VECS[3:]]))
+    reopened.open(2, lambda after: _rows_after(after, *rows), lambda: len(rows[0]))
+    assert reopened.kind == "hnsw" and reopened.search(new[0], 1)[0][0] == IDS[0]
+
+
+def test_a_filter_on_a_graph_widens_to_every_row_it_names(tmp_path):
+    index = _open(tmp_path / "text.faiss", "hnsw")
+    assert index.limit_for(None) == index.max_k < 2**62       # a graph search has a widest k
+    assert index.limit_for(150_000) == 150_000                 # a filter is scored exactly: all of it
 
 
 @pytest.mark.parametrize("approximate", ["hnsw", "ivf"])
@@ -79,12 +101,23 @@ def test_rows_added_and_removed_while_the_approximate_index_is_built_are_applied
     index.add(IDS[first:2000], VECS[first:2000])
     build = index._new_approximate
 
+    replaced = _vectors(1, seed=7)
+
     def build_while_writing(ids, vecs):   # runs without the lock: the store keeps writing
         index.add(IDS[2000:2100], VECS[2000:2100])
         index.remove(IDS[:10])
+        index.remove(IDS[20:21])          # a description re-embedded (forgetting a person)
+        index.add(IDS[20:21], replaced)
         return build(ids, vecs)
     monkeypatch.setattr(index, "_new_approximate", build_while_writing)
     index.checkpoint(2100, 1)
     assert index.kind == approximate and index.count() == 2100 - 10
     assert index.search(VECS[2050], 1)[0][0] == IDS[2050]
     assert IDS[3] not in index.search(VECS[3], 50)[0]
+    ids, sims = index.search(replaced[0], 1)
+    assert ids[0] == IDS[20] and sims[0] == pytest.approx(1.0, abs=1e-5)      # the new vector, not the copy's
+    assert IDS[20] not in index.search(VECS[20], 3)[0] or index.search(VECS[20], 1)[1][0] < 0.9
+    if approximate == "hnsw":             # changed while built: not written dirty, rebuilt by the next snapshot
+        assert index.wants_rebuild
+        index.checkpoint(2100, 1)
+        assert not index.wants_rebuild and index.search(replaced[0], 1)[0][0] == IDS[20]

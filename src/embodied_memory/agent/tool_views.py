@@ -23,6 +23,7 @@ DATE_HELP = "a whole local day, YYYY-MM-DD (instead of start and end)"
 HISTORY_ROWS = 30          # rows of person / waypoint history per call
 MAX_DATES = 8              # persons_per_day: dates per call
 ORDERS = tuple(TOOLS["person_observations"].arguments["order"].limit.enum)
+LOCAL_DATE = "a calendar day YYYY-MM-DD in the robot's time zone"
 SET_BY_TOOLBOX = ("now", "before")       # the question's time; never later than it
 WINDOW = ("t_start", "t_end", "limit", "order")
 
@@ -39,6 +40,7 @@ class StoreView:
     window: bool = False                                 # a history read through a window (ToolBox._history)
     compact: bool = True                                 # records shortened for the model
     note: str = ""                                       # appended to the description
+    docs: Mapping[str, str] = field(default_factory=dict)          # argument -> what it means to the model
 
     def exposed(self) -> list[str]:
         """The memory tool's arguments the model chooses: those named in ``expose``, else every
@@ -54,7 +56,7 @@ class StoreView:
 
 def _property(view: StoreView, name: str) -> dict:
     arg = TOOLS[view.tool].arguments[name]
-    text = arg.description
+    text = view.docs.get(name, arg.description)
     if is_time(arg):
         prop = {"type": "string"}
         text = f"{text}; {TIME_HELP}"
@@ -102,7 +104,7 @@ VIEWS: dict[str, StoreView] = {
     "person_observations": StoreView("person_observations", window=True,
                                      note="With summary, totals of the whole window: days seen; per place "
                                           "sightings, days, visits, minutes; who was seen with them."),
-    "daily_summary": StoreView("daily_summary", compact=False),
+    "daily_summary": StoreView("daily_summary", compact=False, docs={"date": LOCAL_DATE}),
     "retrieve_from_text": StoreView("text_observations", expose=("query",), fixed={"k": 5},
                                     description="ReMEmbR: the 5 observations whose descriptions best match a text "
                                                 "(no recency)."),
@@ -123,7 +125,7 @@ SPECS["persons_per_day"] = {
     "description": TOOLS["persons_per_day"].description + " first_time: never seen before that day.",
     "parameters": {"type": "object", "properties": {"date": {
         "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-        "description": f"{ARGUMENT_DOCS['date']}, or a list of up to {MAX_DATES} dates"}}, "required": ["date"]}}
+        "description": f"{LOCAL_DATE}, or a list of up to {MAX_DATES} dates"}}, "required": ["date"]}}
 SPECS["current_state"] = {
     "description": "The current time, the robot's last known position, the known waypoints and people.",
     "parameters": {"type": "object", "properties": {}}}

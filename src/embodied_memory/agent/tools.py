@@ -393,7 +393,8 @@ class ToolBox:
                 out[name] = min(self._time(a, given) or self.now, self.now) if name in exposed else self.now
             elif name not in exposed or name in out:
                 continue
-            elif value in (None, ""):
+            elif value in (None, "") or (not arg.required and arg.json_type in ("integer", "number")
+                                          and not isinstance(value, str) and not value):   # 0: not given
                 if name in view.defaults:
                     out[name] = view.defaults[name]
                 elif arg.required:

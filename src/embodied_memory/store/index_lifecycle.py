@@ -56,6 +56,8 @@ class IndexLifecycleMixin:
 
             index.open(self._generation(), lambda after: self._vector_batches(column, after), count_rows)
             self._indexes[kind] = index
+            if getattr(index, "wants_rebuild", False):   # past the flat size: built by a background snapshot
+                self._checkpoint_in_background()
             return index
 
     def _vector_batches(self, column: str, after_id: int, batch: int = 20_000):
@@ -109,19 +111,27 @@ class IndexLifecycleMixin:
         return ok
 
     def _checkpoint_in_background(self) -> None:
-        """Every ``checkpoint_every`` inserts: a snapshot written by a thread of its own, so no
-        insert waits for it (one at a time; the next one is due after as many inserts again)."""
+        """A snapshot written by a thread of its own, so no insert waits for it: every
+        ``checkpoint_every`` inserts, and when an index wants its approximate form built. One
+        at a time; asked for while one runs, it runs once more after it."""
         with self._checkpointer_lock:
-            if self._checkpointer is not None and self._checkpointer.is_alive():
-                return
             self._inserted_since_checkpoint = 0
+            if self._checkpointer is not None and self._checkpointer.is_alive():
+                self._checkpoint_again = True
+                return
+            self._checkpoint_again = False
             self._checkpointer = threading.Thread(target=self._checkpoint_and_close, name="vector_snapshot",
                                                   daemon=True)
             self._checkpointer.start()
 
     def _checkpoint_and_close(self) -> None:
         try:
-            self.checkpoint()
+            while True:
+                self.checkpoint()
+                with self._checkpointer_lock:
+                    if not self._checkpoint_again:
+                        break
+                    self._checkpoint_again = False
         except Exception as exc:  # noqa: BLE001 - a snapshot is an optimisation; SQLite holds the records
             log.error("background vector snapshot failed: %s", exc)
         finally:
@@ -142,8 +152,15 @@ class IndexLifecycleMixin:
         """After a delete: every index (opened if need be) is written with the new generation,
         so none is mistaken for stale and rebuilt on the next start."""
         max_id = self._conn().execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0]
+        rebuild = False
         for kind in self.VECTOR_KINDS:
-            self._checkpoint_index(self._index(kind), max_id, gen)
+            index = self._index(kind)
+            if getattr(index, "wants_rebuild", False):   # a graph with masked rows: rebuilt, then written,
+                rebuild = True                           # in the background (a crash before: rebuilt on open)
+            else:
+                self._checkpoint_index(index, max_id, gen)
+        if rebuild:
+            self._checkpoint_in_background()
 
 
 def milvus_credentials(params: StoreParams, environ=None) -> dict:

@@ -44,6 +44,7 @@ from .records import (_ID_RE, _MAX_TEXT_FIELD, _SCHEMA, _WRITE_FAULT_ERRNOS, _WR
 from .retrieval import _OBS_COLUMNS, HISTORY_ORDERS, RetrievalMixin
 from .stats import StatsMixin
 from .tool_args import ToolTable, validate_arguments
+from .time_order import NewestFirst
 from .tool_registry import QueryTool, registry_of, tool_table_of
 
 __all__ = ["MemoryStore", "open_store", "milvus_credentials", "StoreParams", "Summariser", "HISTORY_ORDERS",
@@ -80,6 +81,7 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, IdentitiesM
         self._inserted_since_checkpoint = 0
         self._checkpointer: Optional[threading.Thread] = None     # the background snapshot, when one runs
         self._checkpointer_lock = threading.Lock()
+        self._checkpoint_again = False
         self.rejections: collections.Counter = collections.Counter()  # rejected records per kind
         self._rejections_lock = threading.Lock()
         self.db_path = self.data_dir / "memory.sqlite3"
@@ -94,6 +96,7 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, IdentitiesM
             raise
         self._index_lock = threading.RLock()
         self._indexes: dict[str, Any] = {}
+        self._newest_first = NewestFirst()
         self._load_times()
 
     def close(self) -> None:

@@ -362,6 +362,12 @@ class RecordsMixin:
             first_stamp: dict[str, float] = {}
             known_episodes: set[str] = set()
             now = time.time()
+            # row ids are never reused: after the newest rows were deleted SQLite would hand their ids
+            # out again, and an open index that held them takes only ids above its max_id
+            with self._index_lock:
+                indexed_to = max((getattr(ix, "max_id", 0) for ix in self._indexes.values()), default=0)
+            next_id = indexed_to + 1 if conn.execute("SELECT COALESCE(MAX(id), 0) FROM observations"
+                                                     ).fetchone()[0] < indexed_to else None
             for obs in fresh:
                 if obs.episode_id not in last_stamp:
                     row = conn.execute("SELECT last_stamp FROM episodes WHERE episode_id=?",
@@ -374,7 +380,7 @@ class RecordsMixin:
                     if obs.episode_id not in known_episodes:
                         conn.execute("INSERT INTO episodes(episode_id, start, last_stamp) VALUES (?,?,?)",
                                      (obs.episode_id, obs.stamp, obs.stamp))
-                    row_id, text_vec, image_vec = self._write_observation(conn, obs, now)
+                    row_id, text_vec, image_vec = self._write_observation(conn, obs, now, next_id)
                 except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
                         sqlite3.DataError, ValueError, TypeError, OverflowError) as exc:
                     conn.execute("ROLLBACK TO obs")
@@ -382,6 +388,7 @@ class RecordsMixin:
                     self._reject(result, obs, InvalidRecordError(f"{type(exc).__name__}: {exc}", kind="unstorable"))
                     continue
                 conn.execute("RELEASE obs")
+                next_id = None                     # the next ones follow it
                 known_episodes.add(obs.episode_id)
                 previous = last_stamp[obs.episode_id]
                 last_stamp[obs.episode_id] = obs.stamp if previous is None else max(previous, obs.stamp)
@@ -436,18 +443,19 @@ class RecordsMixin:
             for obs, vec in zip(missing, vecs):
                 obs.text_embedding = vec
 
-    def _write_observation(self, conn, obs: Observation, now: float):
-        """The rows of one observation; returns (row id, text vector, image vector)."""
+    def _write_observation(self, conn, obs: Observation, now: float, row_id: Optional[int] = None):
+        """The rows of one observation (under ``row_id``, else SQLite's next); returns (row id,
+        text vector, image vector)."""
         p = obs.pose                 # None: NULL position, no rtree row, not in the waypoint's mean position
         x, y, z, yaw, frame_id = (p.x, p.y, p.z, p.yaw, p.frame_id) if p is not None else (None,) * 5
         persons = ",".join(dict.fromkeys(s.identity_id for s in obs.people if s.identity_id))
         text_vec = _unit(obs.text_embedding) if obs.text_embedding is not None else None
         image_vec = _unit(obs.global_embedding) if obs.global_embedding is not None else None
         cur = conn.execute(
-            "INSERT INTO observations(observation_id, t, episode_id, keyframe_id, segment_id, "
+            "INSERT INTO observations(id, observation_id, t, episode_id, keyframe_id, segment_id, "
             "waypoint_id, x, y, z, yaw, frame_id, description, description_json, image_path, "
-            "persons, text_emb, image_emb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (obs.observation_id, obs.stamp, obs.episode_id, obs.keyframe_id, int(obs.segment_id),
+            "persons, text_emb, image_emb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (row_id, obs.observation_id, obs.stamp, obs.episode_id, obs.keyframe_id, int(obs.segment_id),
              obs.waypoint_id, x, y, z, yaw, frame_id, obs.description,
              obs.description_json, obs.image_path, persons, _blob(text_vec), _blob(image_vec)))
         row_id = cur.lastrowid

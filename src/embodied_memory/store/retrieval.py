@@ -29,14 +29,15 @@ log = logging.getLogger(__package__ + ".memory_store")   # the store's one logge
 _OBS_COLUMNS = ("id, observation_id, t, episode_id, keyframe_id, segment_id, waypoint_id, "
                 "x, y, z, yaw, frame_id, description, image_path, persons")
 HISTORY_ORDERS = ("newest", "oldest")
+NEWEST_BLOCK = 4096      # rows scored first by _ranked_newest_first
 
 
 class RetrievalMixin:
     """Ranking and the retrieval functions of :class:`MemoryStore`.
 
     Relies on: ``params``, ``tz``, ``recency``, ``summariser``, ``_image_query_embedder``
-    and ``_time_ids`` / ``_time_vals`` (set by ``MemoryStore.__init__``, the latter through
-    ``_load_times``); ``_conn`` and ``_transaction`` (records); ``_index`` and
+    and ``_time_ids`` / ``_time_vals`` / ``_times_version`` (set by ``MemoryStore.__init__``
+    through ``_load_times``), ``_newest_first`` (a time_order.NewestFirst); ``_conn`` and ``_transaction`` (records); ``_index`` and
     ``embed_text`` (index_lifecycle); ``resolve_person`` (identities)."""
 
     # -- helpers for results ----------------------------------------------------------------
@@ -86,6 +87,7 @@ class RetrievalMixin:
         times = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
         order = np.argsort(ids, kind="stable")
         self._time_ids, self._time_vals = ids[order], times[order]
+        self._times_version = getattr(self, "_times_version", 0) + 1     # rows deleted: orders start afresh
 
     def _times_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(times, known) for row ids; unknown = deleted since the index was written."""
@@ -117,23 +119,61 @@ class RetrievalMixin:
         total = index.count() if subset is None else len(subset)
         if total == 0:
             return []
+        if use_recency and subset is None and getattr(index, "scores_ids", False):
+            return self._ranked_newest_first(index, query_vec, n, before=before, now=now, accept=accept)
         least_penalty = 0.0
         if use_recency and len(self._time_vals):
             newest = float(self._time_vals.max()) if before is None else min(before, float(self._time_vals.max()))
             least_penalty = self.recency.weight_time * float(self.recency.penalty((now - newest) / 3600.0))
-        k = min(total, max(index.candidates, 4 * n), index.max_k)
+        limit = index.limit_for(None if subset is None else len(subset))
+        k = min(total, max(index.candidates, 4 * n), limit)
         while True:
             ids, sims = index.search(query_vec, k, subset)
             best = self._best_of(ids, sims, n, before=before, now=now, use_recency=use_recency, accept=accept)
-            if len(ids) < k or k >= min(total, index.max_k):
-                if k < total:
+            # fewer than k back: every candidate was seen (an approximate index, e.g. IVF's probed
+            # lists, may hold fewer: its result is approximate, as its measured recall says)
+            if len(ids) < k or k >= min(total, limit):
+                if k < total and len(ids) >= k:
                     log.warning("%s search: %d of %d vectors ranked (the index's top-k limit): the result is "
                                 "exact among them only", kind, k, total)
                 return best
             bound = self.recency.weight_cos * (1.0 - float(sims.min())) + least_penalty
             if len(best) == n and best[-1][0] <= bound:
                 return best
-            k = min(total, k * 4, index.max_k)
+            k = min(total, k * 4, limit)
+
+    def _ranked_newest_first(self, index, query_vec: np.ndarray, n: int, *, before: Optional[float], now: float,
+                             accept) -> list[tuple[float, sqlite3.Row]]:
+        """Recency ranking on a graph, bounded by time instead of by similarity: the newest rows
+        (up to ``before``) are scored exactly from the index's vectors, a block at a time; every
+        row outside the block is older, so its score is at least the time penalty of the newest
+        one left plus a*(1 - s_max), s_max the graph's best similarity to the query (an
+        approximate top-1). Once the n-th score found is within that bound the rest cannot beat
+        it; otherwise the block grows fourfold. Near-duplicates that make a similarity-ordered
+        search widen to the whole index cost nothing here."""
+        ids_desc, times_desc = self._newest_first.order(self._time_ids, self._time_vals, self._times_version)
+        if before is not None:
+            start = int(np.searchsorted(-times_desc, -before, side="left"))   # the first at or before it
+            ids_desc, times_desc = ids_desc[start:], times_desc[start:]
+        if len(ids_desc) == 0:
+            return []
+        top_sims = index.search(query_vec, 1)[1]
+        s_max = float(top_sims[0]) if len(top_sims) else 1.0
+        block = max(NEWEST_BLOCK, 64 * n)
+        while True:
+            chunk = ids_desc[:block]
+            sims = index.score_ids(query_vec, chunk)
+            held = np.isfinite(sims)
+            if held.any():
+                s_max = max(s_max, float(sims[held].max()))
+            best = self._best_of(chunk[held], sims[held], n, before=before, now=now, use_recency=True, accept=accept)
+            if block >= len(ids_desc):
+                return best
+            bound = self.recency.weight_time * float(self.recency.penalty((now - times_desc[block]) / 3600.0)) + \
+                self.recency.weight_cos * (1.0 - s_max)
+            if len(best) == n and best[-1][0] <= bound:
+                return best
+            block *= 4
 
     def _best_of(self, ids: np.ndarray, sims: np.ndarray, n: int, *, before: Optional[float], now: Optional[float],
                  use_recency: bool, accept) -> list[tuple[float, sqlite3.Row]]:

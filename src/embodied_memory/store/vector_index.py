@@ -1,10 +1,9 @@
 """Vector indexes behind one small interface, keyed by the SQLite row id.
 
 ``FaissVectorIndex`` (embedded default): exact inner product (IndexFlatIP) up to
-``approximate_min_vectors``, then an approximate index built from its vectors: ``hnsw`` (a graph,
-M 32; searched with efSearch >= k; a filter of up to ``SUBSET_EXACT_MAX`` rows is scored
-exactly from the graph's stored vectors; removed rows are masked until the next snapshot,
-which rebuilds the graph without them) or ``ivf`` (nlist ~ sqrt(n), nprobe 32; a filter
+``approximate_min_vectors``, then an approximate index built from its vectors (by the next
+snapshot, in the background): ``hnsw`` (a graph that can forget, hnsw_graph.py; searched with
+efSearch >= k; a filter of up to ``SUBSET_EXACT_MAX`` rows scored exactly) or ``ivf`` (nlist ~ sqrt(n), nprobe 32; a filter
 probes every list). Either way an on-disk snapshot records the last row id and the store's
 generation, so a restart only adds what came after the snapshot and a stale or corrupt
 snapshot is rebuilt. How close each comes to exact is measured (recall@30 in
@@ -33,6 +32,8 @@ from typing import Callable, Iterator, Optional, Protocol
 
 import numpy as np
 
+from .hnsw_graph import SUBSET_EXACT_MAX, MaskedGraph
+
 log = logging.getLogger(__name__)
 
 
@@ -41,6 +42,7 @@ class VectorIndex(Protocol):
     candidates: int  # how many nearest neighbours a ranked query fetches first for re-scoring
     max_k: int       # the most one search returns (a ranked query widens up to it)
 
+    def limit_for(self, subset_size: Optional[int]) -> int: ...   # the widest search (for a filter of that size)
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None: ...
     def remove(self, ids: np.ndarray) -> None: ...
     def search(self, vector: np.ndarray, k: int, subset: Optional[np.ndarray] = None
@@ -53,11 +55,7 @@ class VectorIndex(Protocol):
 Batches = Iterator[tuple[np.ndarray, np.ndarray]]
 SNAPSHOT_COPY_MAX_BYTES = 1 << 30      # a larger index is written under its lock (no 2nd copy in RAM)
 APPROXIMATE_INDEXES = ("hnsw", "ivf")
-HNSW_M = 32                   # graph degree
-HNSW_EF_CONSTRUCTION = 80
-HNSW_EF_SEARCH = 128          # at least; a search for k neighbours uses max(k, this)
 HNSW_MAX_K = 16384            # the widest ranked search on a graph (efSearch = k)
-SUBSET_EXACT_MAX = 200_000    # hnsw: a filter of up to this many rows is scored exactly
 
 
 class FaissVectorIndex:
@@ -75,9 +73,7 @@ class FaissVectorIndex:
         self.approximate = approximate
         self._lock = threading.RLock()
         self._snapshot_lock = threading.Lock()
-        self._index = self._new_flat()
-        self._removed: set[int] = set()     # hnsw: rows removed since the graph was built (masked)
-        self._sorted_ids: Optional[tuple[np.ndarray, np.ndarray]] = None   # hnsw: (sorted ids, positions)
+        self._index = self._new_flat()       # IndexIDMap2(IndexFlatIP) | MaskedGraph | IndexIVFFlat
         self.max_id = 0        # highest row id the snapshot (or memory) holds
         self.generation = -1
 
@@ -86,12 +82,11 @@ class FaissVectorIndex:
 
     @property
     def kind(self) -> str:
-        """flat: IndexIDMap2(IndexFlatIP); hnsw: IndexIDMap2(IndexHNSWFlat); ivf: IndexIVFFlat
-        with its own ids (an id map over IVF would renumber wrongly on remove_ids)."""
-        index = self._faiss.downcast_index(self._index)
-        if isinstance(index, self._faiss.IndexIVF):
-            return "ivf"
-        return "hnsw" if isinstance(self._faiss.downcast_index(index.index), self._faiss.IndexHNSW) else "flat"
+        """flat: IndexIDMap2(IndexFlatIP); hnsw: a MaskedGraph; ivf: IndexIVFFlat with its own
+        ids (an id map over IVF would renumber wrongly on remove_ids)."""
+        if isinstance(self._index, MaskedGraph):
+            return "hnsw"
+        return "ivf" if isinstance(self._faiss.downcast_index(self._index), self._faiss.IndexIVF) else "flat"
 
     @property
     def candidates(self) -> int:
@@ -102,12 +97,28 @@ class FaissVectorIndex:
     def max_k(self) -> int:
         return HNSW_MAX_K if self.kind == "hnsw" else 2**62      # flat, ivf: every vector
 
+    def limit_for(self, subset_size: Optional[int]) -> int:
+        """The widest ranked search: a graph scores a filter of up to SUBSET_EXACT_MAX rows
+        exactly, so it can widen to all of them."""
+        if self.kind == "hnsw" and subset_size is not None and subset_size <= SUBSET_EXACT_MAX:
+            return subset_size
+        return self.max_k
+
+    @property
+    def wants_rebuild(self) -> bool:
+        """Past the flat size (or holding another approximate kind than configured), or a graph
+        with masked / re-added rows: the next snapshot builds the approximate index first."""
+        with self._lock:
+            return (self.count() >= self.approximate_min_vectors and self.kind != self.approximate) or \
+                (self.kind == "hnsw" and self._index.dirty)
+
     # -- persistence --------------------------------------------------------------------------
     def open(self, generation: int, rows_after: Callable[[int], Batches], count_rows: Callable[[], int]) -> None:
         """Load the snapshot if it matches ``generation`` and its metadata; else rebuild from
-        ``rows_after(0)``.  Rows newer than the snapshot are added from ``rows_after(max_id)``
-        (never twice).  Then the index must hold exactly ``count_rows()`` vectors, else it is
-        rebuilt (``count_rows`` reads a partial index of the rows with a vector)."""
+        ``rows_after(0)`` (a flat index: the approximate one is built by the next snapshot, in
+        the background, while this one answers).  Rows newer than the snapshot are added from
+        ``rows_after(max_id)`` (never twice).  Then the index must hold exactly ``count_rows()``
+        vectors, else it is rebuilt (``count_rows`` reads a partial index of the rows with a vector)."""
         loaded = False
         if self.path.exists() and self.meta_path.exists():
             try:
@@ -116,11 +127,16 @@ class FaissVectorIndex:
                     index = self._faiss.read_index(str(self.path))  # already the concrete type
                     if index.d != self.dim:
                         raise ValueError("dimension mismatch")
+                    kind = "hnsw" if MaskedGraph.holds_graph(self._faiss, index) else \
+                        "ivf" if isinstance(index, self._faiss.IndexIVF) else "flat"
                     if int(meta.get("count", -1)) != index.ntotal:
                         log.warning("%s holds %d vectors, its metadata says %s (written apart by a crash?): "
                                     "rebuilding from SQLite", self.path.name, index.ntotal, meta.get("count"))
+                    elif kind not in ("flat", self.approximate):
+                        log.warning("%s is an %s index, the configuration says %s: rebuilding from SQLite",
+                                    self.path.name, kind.upper(), self.approximate.upper())
                     else:
-                        self._index = index
+                        self._index = MaskedGraph(self._faiss, self.dim, index) if kind == "hnsw" else index
                         self.max_id = int(meta["max_id"])
                         loaded = True
                 else:
@@ -142,23 +158,22 @@ class FaissVectorIndex:
                                   total_rows, f"indexing {self.path.stem}")
         if loaded:
             expected = count_rows()
-            if self._index.ntotal != expected:
+            if self.count() != expected:
                 log.warning("%s holds %d vectors for %d rows with one: rebuilding from SQLite",
-                            self.path.name, self._index.ntotal, expected)
+                            self.path.name, self.count(), expected)
                 self._index = self._new_flat()
                 self.max_id = 0
                 added = self._add_batches(rows_after(0), expected, f"indexing {self.path.stem}")
                 loaded = False
-        if self._index.ntotal >= self.approximate_min_vectors and self.kind != self.approximate:
-            self._rebuild_approximate(rows_after(0))      # grown past the threshold, or configured otherwise
-            loaded = False
-        if not loaded or added:
-            self.checkpoint(self.max_id, generation)
+        if (not loaded or added) and not self.wants_rebuild:
+            self.checkpoint(self.max_id, generation)   # else the store's background snapshot builds, then writes
 
     def _ids(self) -> Optional[np.ndarray]:
-        """The ids a flat or hnsw index holds, by position (None for IVF: no cheap list)."""
+        """The ids a flat or hnsw index holds (None for IVF: no cheap list)."""
         if self.kind == "ivf":
             return None
+        if self.kind == "hnsw":
+            return self._index.ids()
         return self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
 
     def _unindexed(self, batches: Batches) -> Batches:
@@ -190,36 +205,13 @@ class FaissVectorIndex:
             progress.close()
         return added
 
-    def _rebuild_approximate(self, batches: Batches) -> None:
-        ids_all, vecs_all = [], []
-        for ids, vectors in batches:
-            ids_all.append(ids)
-            vecs_all.append(vectors)
-        ids = np.concatenate(ids_all) if ids_all else np.zeros(0, np.int64)
-        vecs = np.concatenate(vecs_all) if vecs_all else np.zeros((0, self.dim), np.float32)
-        self._swap(self._new_approximate(ids, vecs))
-
     def _new_approximate(self, ids: np.ndarray, vecs: np.ndarray):
-        return (self._new_hnsw if self.approximate == "hnsw" else self._new_ivf)(ids, vecs)
-
-    def _swap(self, index) -> None:
-        with self._lock:
-            self._index, self._removed, self._sorted_ids = index, set(), None
-
-    def _new_hnsw(self, ids: np.ndarray, vecs: np.ndarray):
-        faiss = self._faiss
-        log.info("building HNSW index for %s: %d vectors, M %d", self.path.stem, len(ids), HNSW_M)
-        graph = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-        graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        graph.hnsw.efSearch = HNSW_EF_SEARCH
-        index = faiss.IndexIDMap2(graph)
-        index.add_with_ids(np.ascontiguousarray(vecs, dtype=np.float32), np.asarray(ids, dtype=np.int64))
-        return index
-
-    def _new_ivf(self, ids: np.ndarray, vecs: np.ndarray):
+        if self.approximate == "hnsw":
+            log.info("building the HNSW graph for %s: %d vectors", self.path.stem, len(ids))
+            return MaskedGraph.build(self._faiss, self.dim, ids, vecs)
         faiss = self._faiss
         nlist = int(min(4096, max(256, math.sqrt(len(ids)))))
-        log.info("building IVF index for %s: %d vectors, nlist %d", self.path.stem, len(ids), nlist)
+        log.info("building the IVF index for %s: %d vectors, nlist %d", self.path.stem, len(ids), nlist)
         ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
         rng = np.random.default_rng(0)
         sample = vecs[rng.choice(len(vecs), size=min(len(vecs), 40 * nlist), replace=False)]
@@ -228,62 +220,66 @@ class FaissVectorIndex:
         ivf.add_with_ids(vecs, ids)
         return ivf
 
+    def _held_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, vectors) of every live row of a flat or hnsw index, sorted by id (under the lock)."""
+        if self.kind == "hnsw":
+            ids, vecs = self._index.held()
+        else:
+            vecs = self._faiss.downcast_index(self._index.index).reconstruct_n(0, self._index.ntotal)
+            ids = self._faiss.vector_to_array(self._index.id_map).astype(np.int64)
+        order = np.argsort(ids, kind="stable")
+        return ids[order], vecs[order]
+
     def _rebuild_outside_lock(self) -> None:
-        """A flat index past ``approximate_min_vectors`` becomes the approximate one, a graph with
-        masked rows is rebuilt without them: built from a copy of the vectors while adds and
-        searches go on, then what was added or removed meanwhile is applied and it is swapped in
-        (under the lock for that step only)."""
+        """Build the approximate index (``wants_rebuild``) from a copy of the vectors while adds,
+        removes and searches go on; then, under the lock, swap it in and apply what changed
+        meanwhile through the normal paths: rows added, removed, or replaced by a new vector
+        (a re-embedded description: the copy's old one must not survive)."""
         with self._lock:
-            grown = self.kind == "flat" and self._index.ntotal >= self.approximate_min_vectors
-            if not grown and not self._removed:
+            if not self.wants_rebuild or self.kind == "ivf":   # an IVF index is never rebuilt from itself
                 return
             ids, vecs = self._held_vectors()
-        log.info("%s: building the %s index from %d vectors (%s)", self.path.stem, self.approximate.upper(),
-                 len(ids), "grown past the flat index" if grown else f"{len(self._removed)} rows removed")
-        fresh = self._new_approximate(ids, vecs) if grown else self._new_hnsw(ids, vecs)
+        fresh = self._new_approximate(ids, vecs)
         with self._lock:
-            held_now, vecs_now = self._held_vectors()
-            new = ~np.isin(held_now, ids)
-            if new.any():
-                fresh.add_with_ids(np.ascontiguousarray(vecs_now[new]), held_now[new])
-            gone = ids[~np.isin(ids, held_now)]
-            self._swap(fresh)
+            ids_now, vecs_now = self._held_vectors()
+            self._index = fresh
+            gone = ids[~np.isin(ids, ids_now)]
             if len(gone):
-                self.remove(gone)
-
-    def _held_vectors(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, vectors) a flat or hnsw index holds, without the masked ones (under the lock)."""
-        index = self._faiss.downcast_index(self._index)
-        inner = self._faiss.downcast_index(index.index)
-        storage = self._faiss.downcast_index(inner.storage) if self.kind == "hnsw" else inner
-        vecs = storage.reconstruct_n(0, index.ntotal)
-        ids = self._faiss.vector_to_array(index.id_map).astype(np.int64)
-        if self._removed:
-            keep = ~np.isin(ids, np.fromiter(self._removed, np.int64))
-            ids, vecs = ids[keep], vecs[keep]
-        return ids, vecs
+                self._index.remove_ids(gone)
+            common = np.isin(ids_now, ids)
+            at = np.searchsorted(ids, ids_now[common])
+            replaced = ids_now[common][np.any(vecs[at] != vecs_now[common], axis=1)]
+            if len(replaced):
+                self._index.remove_ids(replaced)
+            renew = ~common | np.isin(ids_now, replaced)
+            if renew.any():
+                self._index.add_with_ids(np.ascontiguousarray(vecs_now[renew]), ids_now[renew])
 
     def checkpoint(self, max_id: int, generation: int) -> None:
-        """Write the snapshot: the index is copied to memory under its lock (adds and searches
-        wait for a copy, never for the disk; above SNAPSHOT_COPY_MAX_BYTES of vectors it is
-        written under the lock instead), then written to a temporary file, synced and renamed
-        over the old one, then its metadata (the snapshot's own highest id and count:
-        a crash between the two is seen at the next start and rebuilt from SQLite).
-        Snapshots are written one at a time, in the order their copies were taken."""
+        """Write the snapshot (after building the approximate index if it is due): the index is
+        copied to memory under its lock (adds and searches wait for a copy, never for the disk;
+        above SNAPSHOT_COPY_MAX_BYTES of vectors it is written under the lock instead), then
+        written to a temporary file, synced and renamed over the old one, then its metadata (the
+        snapshot's own highest id and count: a crash between the two is seen at the next start
+        and rebuilt from SQLite). Snapshots are written one at a time, in the order their copies
+        were taken. A graph that got masked rows while it was being built is not written (a
+        snapshot never holds masks): the next snapshot rebuilds it."""
         with self._snapshot_lock:
             self._rebuild_outside_lock()
             with self._lock:
-                if self._removed:        # removed while the graph was rebuilt: again, under the lock
-                    self._swap(self._new_hnsw(*self._held_vectors()))
-                meta = {"generation": generation, "max_id": self.max_id, "dim": self.dim,
-                        "count": int(self._index.ntotal)}
+                if self.kind == "hnsw" and self._index.dirty:
+                    log.info("%s: rows were removed while its graph was built; the snapshot waits for the next one",
+                             self.path.stem)
+                    return
+                index = self._index.graph if self.kind == "hnsw" else self._index
+                meta = {"generation": generation, "max_id": self.max_id, "dim": self.dim, "count": int(index.ntotal)}
                 self.generation = generation
                 tmp = self.path.with_suffix(".faiss.tmp")
                 if meta["count"] * self.dim * 4 > SNAPSHOT_COPY_MAX_BYTES:   # no second copy in memory:
-                    self._faiss.write_index(self._index, str(tmp))          # written under the lock
+                    self._faiss.write_index(index, str(tmp))                # written under the lock
                     data = None
                 else:
-                    data = self._faiss.serialize_index(self._index)
+                    data = self._faiss.serialize_index(index)
             with open(tmp, "r+b") if data is None else open(tmp, "wb") as f:
                 if data is not None:
                     f.write(memoryview(data))
@@ -300,29 +296,13 @@ class FaissVectorIndex:
             return
         ids = np.asarray(ids, dtype=np.int64)
         with self._lock:
-            if self.kind == "hnsw" and self._removed:   # a masked row added again: the graph cannot
-                again = self._removed.intersection(ids.tolist())  # hold it twice, so it is rebuilt
-                if again:
-                    self._removed -= again
-                    self._swap(self._new_hnsw(*self._held_vectors_without(np.fromiter(again, np.int64))))
             self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), ids)
-            self._sorted_ids = None
             self.max_id = max(self.max_id, int(np.max(ids)))
-
-    def _held_vectors_without(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        held, vecs = self._held_vectors()
-        keep = ~np.isin(held, ids)
-        return held[keep], vecs[keep]
 
     def remove(self, ids: np.ndarray) -> None:
         if len(ids):
             with self._lock:
-                ids = np.asarray(ids, dtype=np.int64)
-                if self.kind == "hnsw":
-                    held = self._ids()
-                    self._removed.update(ids[np.isin(ids, held)].tolist())
-                else:
-                    self._index.remove_ids(ids)
+                self._index.remove_ids(np.asarray(ids, dtype=np.int64))
 
     def search(self, vector, k, subset=None):
         faiss = self._faiss
@@ -330,55 +310,32 @@ class FaissVectorIndex:
         with self._lock:
             if self.count() == 0:
                 return np.zeros(0, np.int64), np.zeros(0, np.float32)
-            kind = self.kind
-            if kind == "hnsw" and subset is not None and len(subset) <= SUBSET_EXACT_MAX:
-                return self._score_subset(query[0], np.asarray(subset, dtype=np.int64), k)
+            if self.kind == "hnsw":
+                return self._index.search(query, k, subset)
             k = min(k, self.count())
             params = None
-            allowed = None if subset is None else np.asarray(subset, dtype=np.int64)
-            if kind == "hnsw" and self._removed:
-                removed = np.fromiter(self._removed, np.int64)
-                allowed = allowed[~np.isin(allowed, removed)] if allowed is not None else None
-            selector = faiss.IDSelectorBatch(allowed) if allowed is not None else None
-            if kind == "hnsw":
-                if selector is None and self._removed:
-                    selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(removed))
-                params = faiss.SearchParametersHNSW(efSearch=max(HNSW_EF_SEARCH, k), sel=selector)
-            elif selector is not None and kind == "ivf":  # a filter must not depend on which lists are probed
-                params = faiss.SearchParametersIVF(sel=selector, nprobe=self._index.nlist)
-            elif selector is not None:
-                params = faiss.SearchParameters(sel=selector)
+            if subset is not None:
+                selector = faiss.IDSelectorBatch(np.asarray(subset, dtype=np.int64))
+                if self.kind == "ivf":  # a filter must not depend on which lists are probed
+                    params = faiss.SearchParametersIVF(sel=selector, nprobe=self._index.nlist)
+                else:
+                    params = faiss.SearchParameters(sel=selector)
             sims, ids = self._index.search(query, k, params=params)
         keep = ids[0] >= 0
         return ids[0][keep], sims[0][keep]
 
-    def _score_subset(self, query: np.ndarray, subset: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """hnsw, a filtered search: the filter's rows scored exactly from the graph's stored
-        vectors (a graph search under a selective filter finds few of them)."""
-        if self._sorted_ids is None:
-            held = self._ids()
-            order = np.argsort(held, kind="stable")
-            self._sorted_ids = (held[order], order)
-        sorted_ids, positions = self._sorted_ids
-        at = np.searchsorted(sorted_ids, subset)
-        at_clipped = np.minimum(at, max(len(sorted_ids) - 1, 0))
-        found = (at < len(sorted_ids)) & (sorted_ids[at_clipped] == subset)
-        if self._removed:
-            found &= ~np.isin(subset, np.fromiter(self._removed, np.int64))
-        ids, rows = subset[found], positions[at_clipped[found]]
-        if len(ids) == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        graph = self._faiss.downcast_index(self._faiss.downcast_index(self._index).index)
-        storage = self._faiss.downcast_index(graph.storage)
-        xb = self._faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * self.dim).reshape(-1, self.dim)
-        sims = xb[rows] @ query
-        k = min(k, len(ids))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return ids[top], sims[top].astype(np.float32)
-
     def count(self) -> int:
-        return int(self._index.ntotal) - len(self._removed)
+        return int(self._index.ntotal)
+
+    @property
+    def scores_ids(self) -> bool:
+        """Whether ``score_ids`` is available (a graph: its stored vectors by id)."""
+        return self.kind == "hnsw"
+
+    def score_ids(self, vector, ids: np.ndarray) -> np.ndarray:
+        """Exact similarities to the rows ``ids`` (-inf for a row not held); hnsw only."""
+        with self._lock:
+            return self._index.score_ids(np.ascontiguousarray(vector, dtype=np.float32).reshape(-1), ids)
 
     def close(self) -> None:
         pass
@@ -423,6 +380,9 @@ class MilvusVectorIndex:
                                        f"{fld['params']['dim']}, configuration says {dim}")
         self._client.load_collection(collection)
         self._count: Optional[int] = None   # None: read back from Milvus on the next count()
+
+    def limit_for(self, subset_size: Optional[int]) -> int:
+        return self.max_k
 
     def open(self, generation: int, rows_after, count_rows) -> None:
         """Milvus is itself durable; add the rows SQLite has that Milvus lacks (a crash between
