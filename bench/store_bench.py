@@ -15,7 +15,17 @@ every description at insert; on 2 cores about 20 per second, so only for small s
 ``pool``: a pool of distinct descriptions is embedded with MiniLM once (its rate printed) and
 every record takes one with its MiniLM vector plus a little noise (the near-duplicates a
 robot's repeated views make), so insert/s is then the store's own rate.
-``--approximate`` compares the FAISS index kinds above the flat size (``flat`` = never).
+``--approximate`` compares the FAISS text index kinds above the flat size (``flat`` = never,
+for the image index too).
+
+Columns: ``index`` text/image index kinds; ``insert_per_s`` observations stored per second
+(batches of 1,000); ``checkpoint_s`` the final snapshot (with a pending approximate build);
+``query_embed`` MiniLM embedding of a query; ``semantic`` a top-30 semantic_observations with
+it, ``search`` the same with the query's vector given, ``filtered_search`` with a person and a
+``before``; ``recall_at_30`` overlap with an exact scan; ``person`` / ``waypoint`` /
+``time_window`` / ``near`` the history and position tools; ``reopen_first_query_s`` open +
+first query; ``rss_mb`` the process's resident memory after the run (cumulative over rows);
+``bytes_per_observation`` on disk.
 
     .venv/bin/python bench/store_bench.py --sizes 10000 --text-vectors minilm
     .venv/bin/python bench/store_bench.py --sizes 100000 1000000 --text-vectors pool --approximate hnsw ivf flat
@@ -152,8 +162,9 @@ def run(backend: str, size: int, root: Path, repeats: int, pool=None, approximat
     now = T0 + 30 * 86400
     queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(repeats)]
     store.semantic_observations(queries[0], n=30, now=now)  # warm
-    figures = {"backend": backend, "records": size, "index": store._index("text").kind if backend != "milvus"
-               else "milvus flat", "insert_per_s": size / insert_s, "checkpoint_s": checkpoint_s}
+    kinds = "/".join(store._index(k).kind for k in ("text", "image")) if backend != "milvus" else "milvus flat"
+    figures = {"backend": backend, "records": size, "index": kinds, "insert_per_s": size / insert_s,
+               "checkpoint_s": checkpoint_s}
     figures["query_embed_p50_ms"] = percentile_ms(timed(lambda i: store.embed_text(queries[i]), repeats), 50)
     figures["semantic_p50_ms"], figures["semantic_p95_ms"] = (
         lambda s: (percentile_ms(s, 50), percentile_ms(s, 95)))(
@@ -212,7 +223,7 @@ def main() -> int:
     root = Path(args.dir or tempfile.mkdtemp(prefix="em_bench_"))
     rows = []
     pool = TextPool(args.pool, np.random.default_rng(1)) if args.text_vectors == "pool" else None
-    cols = ("backend", "records", "index", "insert_per_s", "query_embed_p50_ms", "semantic_p50_ms", "semantic_p95_ms",
+    cols = ("backend", "records", "index", "insert_per_s", "checkpoint_s", "query_embed_p50_ms", "semantic_p50_ms", "semantic_p95_ms",
             "search_p50_ms", "search_p95_ms",
             "filtered_search_p95_ms", "recall_at_30", "person_p95_ms", "waypoint_p95_ms", "time_window_p95_ms",
             "near_p95_ms", "reopen_first_query_s", "rss_mb", "bytes_per_observation")

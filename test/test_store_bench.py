@@ -17,9 +17,9 @@ def test_the_store_bench_reports_recall_and_timings(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     rows = {(r["backend"], r["index"]): r for r in json.loads(out.read_text())}
-    assert set(rows) == {("sqlite_faiss", "flat"), ("sqlite_faiss", "hnsw"), ("milvus", "milvus flat")}
-    assert rows[("sqlite_faiss", "flat")]["recall_at_30"] == 1.0
-    assert rows[("sqlite_faiss", "hnsw")]["recall_at_30"] >= 0.9
+    assert set(rows) == {("sqlite_faiss", "flat/flat"), ("sqlite_faiss", "hnsw/ivf"), ("milvus", "milvus flat")}
+    assert rows[("sqlite_faiss", "flat/flat")]["recall_at_30"] == 1.0
+    assert rows[("sqlite_faiss", "hnsw/ivf")]["recall_at_30"] >= 0.9
     for r in rows.values():
         assert r["insert_per_s"] > 0 and r["search_p95_ms"] > 0 and r["semantic_p95_ms"] >= r["search_p50_ms"]
         assert r["rss_mb"] > 0 and r["bytes_per_observation"] > 1000

@@ -9,7 +9,7 @@ from embodied_memory.agent import tool_views
 from embodied_memory.store.errors import InvalidArgumentError
 from embodied_memory.store.memory_store import MemoryStore
 from embodied_memory.store.tool_args import validate_arguments
-from embodied_memory.store.tool_registry import ARGUMENT_DOCS, query_tool, registry_of
+from embodied_memory.store.tool_registry import ARGUMENT_DOCS, query_tool
 
 from store_fixtures import T0, filled_store
 
@@ -25,31 +25,54 @@ def test_every_tool_is_declared_with_described_arguments_and_a_result():
 
 
 def test_adding_a_tool_is_one_decorated_method(tmp_path):
-    class WithOneMore(MemoryStore):
-        @query_tool("How many observations were stored at a waypoint.", result="count",
-                    waypoint_id="the place to count")
-        def waypoint_count(self, waypoint_id: str, before: Optional[float] = None) -> int:
-            return len(self.waypoint_observations(waypoint_id, t_end=before, limit=1000))
+    from embodied_memory.store.tool_args import Limit
 
-    registry = registry_of(WithOneMore)
-    assert set(registry) == set(MemoryStore.TOOLS) | {"waypoint_count"}
-    schema = registry["waypoint_count"].json_schema()
-    assert schema["required"] == ["waypoint_id"] and schema["properties"]["waypoint_id"]["description"] == \
-        "the place to count"
+    class WithOneMore(MemoryStore):
+        @query_tool("Observations whose description has a word.", result="ids", word="the word",
+                    limits={"word": Limit(max_length=64)})
+        def observations_with_word(self, word: str, before: Optional[float] = None) -> list[str]:
+            rows = self._conn().execute("SELECT observation_id FROM observations WHERE description LIKE ? "
+                                        "AND t <= ?", (f"%{word}%", before if before is not None else 1e18))
+            return [r[0] for r in rows]
+
+    assert set(WithOneMore.TOOLS) == set(MemoryStore.TOOLS) | {"observations_with_word"}
+    assert "observations_with_word" not in MemoryStore.TOOLS          # the base class is unchanged
+    schema = WithOneMore.tool_schema("observations_with_word")
+    assert schema["required"] == ["word"] and schema["properties"]["word"]["maxLength"] == 64
     assert schema["properties"]["before"]["maximum"] == 1e11       # its range from the shared limits
-    with pytest.raises(InvalidArgumentError, match="waypoint_count: before"):
-        validate_arguments({n: t.arguments for n, t in registry.items()}, "waypoint_count",
-                           {"waypoint_id": "kitchen", "before": "yesterday"})
+    filled = filled_store(tmp_path, "sqlite_faiss")
+    filled.close()
+    store = WithOneMore(filled.params)
+    try:
+        assert store.call_tool("observations_with_word", {"word": "bicycle"}) == ["o1"]
+        with pytest.raises(InvalidArgumentError, match="observations_with_word: word has 65 characters"):
+            store.call_tool("observations_with_word", {"word": "x" * 65})
+        with pytest.raises(InvalidArgumentError, match="observations_with_word: before"):
+            validate_arguments(WithOneMore.tool_table(), "observations_with_word", {"word": "a", "before": "noon"})
+    finally:
+        store.close()
 
 
 def test_a_tool_without_a_description_of_an_argument_is_refused():
-    class Undocumented(MemoryStore):
-        @query_tool("Something.", result="something")
-        def mystery(self, colour: str) -> str:
-            return colour
+    from embodied_memory.store.tool_args import Limit
+    with pytest.raises(TypeError, match="mystery.colour: no description"):
+        class Undocumented(MemoryStore):
+            @query_tool("Something.", result="something", limits={"colour": Limit(max_length=20)})
+            def mystery(self, colour: str) -> str:
+                return colour
 
-    with pytest.raises(TypeError, match="mystery.colour"):
-        registry_of(Undocumented)
+
+def test_a_tool_argument_without_limits_or_type_is_refused():
+    with pytest.raises(TypeError, match="unlimited.colour: no limits"):
+        class Unlimited(MemoryStore):
+            @query_tool("Something.", result="something", colour="a colour")
+            def unlimited(self, colour: str) -> str:
+                return colour
+    with pytest.raises(TypeError, match="untyped.query: no type annotation"):
+        class Untyped(MemoryStore):
+            @query_tool("Something.", result="something")
+            def untyped(self, query) -> str:
+                return query
 
 
 def test_the_agent_tools_are_views_of_the_memory_tools():

@@ -66,6 +66,7 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, IdentitiesM
 
     def __init__(self, params: StoreParams, *, text_embedder=None, image_query_embedder=None,
                  summariser: Optional[Summariser] = None):
+        params.validate()                    # a library caller gets the node's start-up checks
         self.params = params
         self.data_dir = Path(params.data_dir).expanduser()
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -115,13 +116,24 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, IdentitiesM
             self._local.conn = None
 
     # -- the tool registry (store/tool_registry.py: every @query_tool of the mixins) -----------
-    TOOLS: dict[str, QueryTool] = {}     # set below, once the class exists
+    TOOLS: dict[str, QueryTool] = {}     # set below, once the class exists (and for each subclass)
     QUERY_TOOLS: tuple[str, ...] = ()
+    _TOOL_TABLE: ToolTable = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._register_tools()              # a subclass's own @query_tool methods are tools too
+
+    @classmethod
+    def _register_tools(cls) -> None:
+        cls.TOOLS = registry_of(cls)
+        cls.QUERY_TOOLS = tuple(cls.TOOLS)
+        cls._TOOL_TABLE = tool_table_of(cls.TOOLS)
 
     @classmethod
     def tool_table(cls) -> ToolTable:
         """tool -> argument specs (typed, ranged, described)."""
-        return _TOOL_TABLE
+        return cls._TOOL_TABLE
 
     @classmethod
     def tool_schema(cls, name: str) -> dict:
@@ -145,9 +157,7 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, IdentitiesM
             raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
 
 
-MemoryStore.TOOLS = registry_of(MemoryStore)
-MemoryStore.QUERY_TOOLS = tuple(MemoryStore.TOOLS)
-_TOOL_TABLE: ToolTable = tool_table_of(MemoryStore.TOOLS)
+MemoryStore._register_tools()
 
 
 def open_store(params: StoreParams, **kwargs) -> MemoryStore:

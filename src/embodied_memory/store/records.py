@@ -290,6 +290,8 @@ class RecordsMixin:
         (``sightings_dropped``), the rest of the observation is stored.  Raises
         StoreWriteError (nothing written) when the data directory cannot be written.
         """
+        if isinstance(observations, Observation):      # one record: a batch of one
+            observations = [observations]
         try:
             return self._insert_batch(list(observations))
         except StoreError:

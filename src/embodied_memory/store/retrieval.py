@@ -202,7 +202,7 @@ class RetrievalMixin:
 
     # -- retrieval functions (agent tools) ----------------------------------------------------
     @query_tool("Observations most relevant to a text query, ranked by similarity and recency (HUMEMBR: a*cosine_distance + b*(1 - exp(-lambda*hours_ago)), newer first among equals); optionally only those showing a person, or only before a time.",
-                result=f"best first: {OBSERVATION}; score (lower is better)")
+                result=f"best first: {OBSERVATION}; score (lower is better: 0 to 2a + b, HUMEMBR a=3, b=1)")
     def semantic_observations(self, query: str, person: Optional[str] = None,
                               before: Optional[float] = None, n: int = 30,
                               now: Optional[float] = None) -> list[dict]:
@@ -217,7 +217,7 @@ class RetrievalMixin:
         return [self._record(row, score) for score, row in hits]
 
     @query_tool("The observations whose descriptions best match a text, by cosine similarity alone (ReMEmbR retrieve_from_text; no recency).",
-                result=f"best first: {OBSERVATION}; score")
+                result=f"best first: {OBSERVATION}; similarity (cosine, higher is better)")
     def text_observations(self, query: str, k: int = 5, before: Optional[float] = None,
                           episode: Optional[str] = None) -> list[dict]:
         """ReMEmbR ``retrieve_from_text``: plain cosine top-k over descriptions (optionally of
@@ -227,7 +227,7 @@ class RetrievalMixin:
         return [self._record(row, 1.0 - score / self.recency.weight_cos, "similarity") for score, row in hits]
 
     @query_tool("LVMem: the observations whose images best match a query (with their image paths).",
-                result=f"best first: {OBSERVATION}; score")
+                result=f"best first: {OBSERVATION}; similarity (cosine, higher is better)")
     def image_retrieval(self, query: str, m: int = 3, before: Optional[float] = None) -> list[dict]:
         """LVMem: the M observations whose images best match ``query`` (with their image paths).
 

@@ -115,8 +115,10 @@ def _json_type(tool: str, name: str, annotation) -> tuple[str, bool]:
     raise TypeError(f"{tool}.{name}: annotation {annotation!r} has no JSON type")
 
 
-def build_tool_table(methods: Mapping[str, Callable]) -> ToolTable:
-    """tool name -> argument name -> spec, from each method's signature and ARGUMENT_LIMITS."""
+def build_tool_table(methods: Mapping[str, Callable],
+                     own_limits: Mapping[str, Mapping[str, Limit]] = {}) -> ToolTable:  # noqa: B006 - read only
+    """tool name -> argument name -> spec, from each method's signature and ARGUMENT_LIMITS
+    (``own_limits``: a tool's limits for arguments of its own)."""
     table: ToolTable = {}
     for tool, method in methods.items():
         hints = typing.get_type_hints(method)
@@ -124,13 +126,16 @@ def build_tool_table(methods: Mapping[str, Callable]) -> ToolTable:
         for param in inspect.signature(method).parameters.values():
             if param.name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
+            if param.name not in hints:
+                raise TypeError(f"{tool}.{param.name}: no type annotation (its JSON type comes from it)")
             json_type, nullable = _json_type(tool, param.name, hints[param.name])
             required = param.default is inspect.Parameter.empty
             nullable = nullable or (not required and param.default is None)
-            limit = ARGUMENT_LIMITS.get(param.name)
+            limit = own_limits.get(tool, {}).get(param.name) or ARGUMENT_LIMITS.get(param.name)
             if limit is None:
                 if json_type != "boolean":
-                    raise TypeError(f"{tool}.{param.name}: no entry in ARGUMENT_LIMITS")
+                    raise TypeError(f"{tool}.{param.name}: no limits (ARGUMENT_LIMITS, or the tool's own: "
+                                    f"@query_tool(..., limits={{{param.name!r}: Limit(...)}}))")
                 limit = Limit()
             specs[param.name] = ArgSpec(param.name, json_type, required, nullable,
                                         None if required else param.default, limit)

@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .tool_args import TIME_LIMIT, ArgSpec, ToolTable, build_tool_table
+from .tool_args import TIME_LIMIT, ArgSpec, Limit, ToolTable, build_tool_table
 
 ARGUMENT_DOCS: dict[str, str] = {    # times: UNIX seconds to the store, local time to the agent
     "query": "what to look for, in words, e.g. 'red mug on a table'",
     "person": "person: identity id or the name an operator gave it",
     "before": "only what was recorded at or before this time",
-    "now": "the question's time: what 'hours ago' counts from",
+    "now": "the question's time: what 'hours ago' counts from (null: before, else the wall clock)",
     "n": "how many", "k": "how many", "m": "how many images", "limit": "at most this many rows",
     "t": "a time", "t_start": "window start", "t_end": "window end",
     "x": "map x (metres, the memory's fixed frame)", "y": "map y (metres, the memory's fixed frame)",
@@ -59,14 +59,16 @@ class QueryTool:
                 "required": [n for n, s in self.arguments.items() if s.required], "additionalProperties": False}
 
 
-def query_tool(description: str, *, result: str, **argument_docs: str) -> Callable:
+def query_tool(description: str, *, result: str, limits: Optional[dict[str, Limit]] = None,
+               **argument_docs: str) -> Callable:
     """Declare a store method a query tool (``argument_docs``: what its own arguments mean
-    beyond :data:`ARGUMENT_DOCS`)."""
+    beyond :data:`ARGUMENT_DOCS`; ``limits``: ranges of arguments of its own beyond
+    ``tool_args.ARGUMENT_LIMITS``)."""
     if not description or not result:
         raise TypeError("a query tool needs a description and its result's shape")
 
     def mark(method: Callable) -> Callable:
-        method.__query_tool__ = (description, result, argument_docs)
+        method.__query_tool__ = (description, result, argument_docs, dict(limits or {}))
         return method
     return mark
 
@@ -83,10 +85,10 @@ def _declared(cls: type) -> dict[str, Callable]:
 
 def registry_of(cls: type) -> dict[str, QueryTool]:
     methods = _declared(cls)
-    table: ToolTable = build_tool_table(methods)
+    table: ToolTable = build_tool_table(methods, {name: m.__query_tool__[3] for name, m in methods.items()})
     registry: dict[str, QueryTool] = {}
     for name, method in methods.items():
-        description, result, own_docs = method.__query_tool__
+        description, result, own_docs, _limits = method.__query_tool__
         arguments = {}
         for arg, spec in table[name].items():
             doc = own_docs.get(arg) or ARGUMENT_DOCS.get(arg)

@@ -3,8 +3,9 @@
 ``FaissVectorIndex`` (embedded default): exact inner product (IndexFlatIP) up to
 ``approximate_min_vectors``, then an approximate index built from its vectors (by the next
 snapshot, in the background): ``hnsw`` (a graph that can forget, hnsw_graph.py; searched with
-efSearch >= k; a filter of up to ``SUBSET_EXACT_MAX`` rows scored exactly) or ``ivf`` (nlist ~ sqrt(n), nprobe 32; a filter
-probes every list). Either way an on-disk snapshot records the last row id and the store's
+efSearch >= k; a filter of up to ``SUBSET_EXACT_MAX`` rows scored exactly; recency ranking
+scores the newest rows exactly, store/retrieval.py) or ``ivf`` (nlist ~ sqrt(n), nprobe 32; a
+filter probes every list). Either way an on-disk snapshot records the last row id and the store's
 generation, so a restart only adds what came after the snapshot and a stale or corrupt
 snapshot is rebuilt. How close each comes to exact is measured (recall@30 in
 bench/store_bench.py), not assumed.
@@ -210,7 +211,7 @@ class FaissVectorIndex:
             log.info("building the HNSW graph for %s: %d vectors", self.path.stem, len(ids))
             return MaskedGraph.build(self._faiss, self.dim, ids, vecs)
         faiss = self._faiss
-        nlist = int(min(4096, max(256, math.sqrt(len(ids)))))
+        nlist = int(min(4096, max(16, math.sqrt(len(ids)))))     # 447 lists at 200k, 1000 at 1M
         log.info("building the IVF index for %s: %d vectors, nlist %d", self.path.stem, len(ids), nlist)
         ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
         rng = np.random.default_rng(0)
