@@ -159,14 +159,17 @@ class RetrievalMixin:
             return []
         top_sims = index.search(query_vec, 1)[1]
         s_max = float(top_sims[0]) if len(top_sims) else 1.0
-        block = max(NEWEST_BLOCK, 64 * n)
+        block, scored_to = max(NEWEST_BLOCK, 64 * n), 0
+        ids_seen, sims_seen = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
-            chunk = ids_desc[:block]
+            chunk = ids_desc[scored_to:block]            # only the rows the block grew by
             sims = index.score_ids(query_vec, chunk)
             held = np.isfinite(sims)
             if held.any():
                 s_max = max(s_max, float(sims[held].max()))
-            best = self._best_of(chunk[held], sims[held], n, before=before, now=now, use_recency=True, accept=accept)
+            ids_seen, sims_seen = np.concatenate([ids_seen, chunk[held]]), np.concatenate([sims_seen, sims[held]])
+            scored_to = min(block, len(ids_desc))
+            best = self._best_of(ids_seen, sims_seen, n, before=before, now=now, use_recency=True, accept=accept)
             if block >= len(ids_desc):
                 return best
             bound = self.recency.weight_time * float(self.recency.penalty((now - times_desc[block]) / 3600.0)) + \
