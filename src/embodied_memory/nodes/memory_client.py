@@ -10,12 +10,18 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from ..store.memory_store import MemoryStore
+from ..store.errors import InvalidArgumentError
 from ..store.tool_args import validate_arguments
 from .common import service_qos
 
 
 class MemoryServiceError(RuntimeError):
     pass
+
+
+class InvalidMemoryCall(MemoryServiceError, InvalidArgumentError):
+    """A call the memory would refuse, refused before sending (callers handle it as any
+    MemoryServiceError)."""
 
 
 class RosMemoryClient:
@@ -33,7 +39,10 @@ class RosMemoryClient:
     def call(self, tool: str, arguments: dict):
         """Arguments are checked against the tool's declaration (store/tool_registry.py) before
         anything is sent: a wrong call fails here with the memory's own message."""
-        validate_arguments(MemoryStore.tool_table(), tool, arguments)
+        try:
+            validate_arguments(MemoryStore.tool_table(), tool, arguments)
+        except InvalidArgumentError as exc:
+            raise InvalidMemoryCall(str(exc)) from None
         if not self._client.wait_for_service(timeout_sec=self.timeout_s):
             raise MemoryServiceError(f"memory service {self.service} is not available")
         done = threading.Event()
