@@ -121,3 +121,28 @@ def test_rows_added_and_removed_while_the_approximate_index_is_built_are_applied
         assert index.wants_rebuild
         index.checkpoint(2100, 1)
         assert not index.wants_rebuild and index.search(replaced[0], 1)[0][0] == IDS[20]
+
+
+@pytest.mark.parametrize("approximate", ["flat", "hnsw"])
+def test_scoring_rows_by_id_follows_adds_out_of_order_and_removals(tmp_path, approximate):
+    """score_ids reads the index's own storage through a sorted id map, extended while ids grow
+    and re-sorted otherwise; a flat index moves rows up on removal, a graph masks them."""
+    index = _open(tmp_path / "i.faiss", "hnsw") if approximate == "hnsw" else \
+        FaissVectorIndex(tmp_path / "i.faiss", DIM, approximate_min_vectors=10**9)
+    if approximate == "flat":
+        index.open(1, lambda after: _rows_after(after), lambda: len(IDS))
+    assert index.kind == approximate
+    query = VECS[7]
+    wanted = np.array([5, 3000, 1, 2999, 4242, 17], np.int64)      # 4242: not held
+    expected = np.array([VECS[i - 1] @ query if i <= len(IDS) else -np.inf for i in wanted], np.float32)
+    assert index.score_ids(query, wanted) == pytest.approx(expected, abs=1e-5)
+    extra = _vectors(2, seed=9)
+    index.add(np.array([4242, 3001], np.int64), extra)                  # out of order
+    index.remove(np.array([5, 2999], np.int64))
+    expected[[0, 3]] = -np.inf
+    expected[4] = extra[0] @ query
+    assert index.score_ids(query, wanted) == pytest.approx(expected, abs=1e-5)
+    newest = np.arange(2000, 3002, dtype=np.int64)                      # a run of neighbours: one slice
+    expected = np.concatenate([VECS[1999:3000] @ query, [extra[1] @ query]]).astype(np.float32)
+    expected[2999 - 2000] = -np.inf
+    assert index.score_ids(query, newest) == pytest.approx(expected, abs=1e-5)

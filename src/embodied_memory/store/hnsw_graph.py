@@ -15,6 +15,8 @@ from typing import Optional
 
 import numpy as np
 
+from .stored_vectors import StoredVectors
+
 M = 32                        # graph degree
 EF_CONSTRUCTION = 80
 EF_SEARCH = 128               # at least; a search for k neighbours uses max(k, this)
@@ -35,7 +37,7 @@ class MaskedGraph:
         self.graph = graph
         self._masked: set[int] = set()
         self._overlay = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
-        self._sorted: Optional[tuple[np.ndarray, np.ndarray]] = None   # (graph ids sorted, their positions)
+        self._stored = StoredVectors(faiss, self.graph)
 
     @classmethod
     def build(cls, faiss, dim: int, ids: np.ndarray, vectors: np.ndarray) -> "MaskedGraph":
@@ -89,7 +91,6 @@ class MaskedGraph:
             self._overlay.add_with_ids(vectors[again], ids[again])
         if (~again).any():
             self.graph.add_with_ids(vectors[~again], ids[~again])
-            self._sorted = None
 
     def remove_ids(self, ids: np.ndarray) -> None:
         ids = np.asarray(ids, np.int64)
@@ -125,20 +126,9 @@ class MaskedGraph:
     def score_ids(self, query: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Exact similarities of ``query`` to the rows ``ids`` (-inf for a row not held)."""
         ids = np.asarray(ids, np.int64)
-        sims = np.full(len(ids), -np.inf, np.float32)
-        if self._sorted is None:
-            held = self._graph_ids()
-            order = np.argsort(held, kind="stable")
-            self._sorted = (held[order], order)
-        sorted_ids, positions = self._sorted
-        if len(sorted_ids):
-            at = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
-            found = sorted_ids[at] == ids
-            if self._masked:
-                found &= ~np.isin(ids, np.fromiter(self._masked, np.int64))
-            storage = self._faiss.downcast_index(self._faiss.downcast_index(self.graph.index).storage)
-            xb = self._faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * self.dim).reshape(-1, self.dim)
-            sims[found] = xb[positions[at[found]]] @ query
+        sims, held = self._stored.score(query, ids)
+        if self._masked and held.any():
+            sims[np.isin(ids, np.fromiter(self._masked, np.int64))] = -np.inf
         if self._overlay.ntotal:
             over = np.flatnonzero(np.isin(ids, self._faiss.vector_to_array(self._overlay.id_map)))
             for i in over:

@@ -25,6 +25,14 @@ class RecencyScore:
         hours = np.maximum(np.asarray(hours_ago, dtype=np.float64), 0.0)
         return 1.0 - np.exp(-self.decay_per_hour * hours)
 
+    def hours_for_penalty(self, weighted_penalty: float) -> float:
+        """The age (hours) at which ``weight_time * penalty`` reaches ``weighted_penalty``
+        (0 at or below 0; inf where it is never reached)."""
+        fraction = weighted_penalty / self.weight_time if self.weight_time > 0 else math.inf
+        if fraction <= 0.0:
+            return 0.0
+        return math.inf if fraction >= 1.0 else -math.log(1.0 - fraction) / self.decay_per_hour
+
     def score(self, cosine_similarity: np.ndarray, hours_ago: np.ndarray) -> np.ndarray:
         distance = 1.0 - np.asarray(cosine_similarity, dtype=np.float64)
         return self.weight_cos * distance + self.weight_time * self.penalty(hours_ago)

@@ -30,6 +30,7 @@ _OBS_COLUMNS = ("id, observation_id, t, episode_id, keyframe_id, segment_id, way
                 "x, y, z, yaw, frame_id, description, image_path, persons")
 HISTORY_ORDERS = ("newest", "oldest")
 NEWEST_BLOCK = 4096      # rows scored first by _ranked_newest_first
+ROWS_PER_SEARCH = 65536  # newest rows scored by id for about the cost of one wider nearest-neighbour search
 
 
 class RetrievalMixin:
@@ -103,7 +104,9 @@ class RetrievalMixin:
         """Top-n rows by score (lower is better), exact for an exact index (flat FAISS, Milvus
         within its top-k limit) under every filter (``subset``, ``before``, ``accept``).
 
-        A vector search fetches the k nearest by cosine (first the index's ``candidates``); they
+        An index that scores rows by id (flat, HNSW) scores every row of a filter (``subset``)
+        exactly, and ranks by recency newest rows first (``_ranked_newest_first``). Otherwise
+        (IVF, Milvus, no recency) a vector search fetches the k nearest by cosine (first the index's ``candidates``); they
         are re-scored with the recency term and filtered. A record outside them has a similarity
         of at most the k-th one's, so its score is at least ``bound`` = a*(1 - s_k) plus the
         smallest time penalty any eligible record can have; while the n-th score found is above
@@ -119,6 +122,11 @@ class RetrievalMixin:
         total = index.count() if subset is None else len(subset)
         if total == 0:
             return []
+        if subset is not None and getattr(index, "scores_filter_by_id", lambda size: False)(len(subset)):
+            sims = index.score_ids(query_vec, subset)          # every row of the filter, exactly
+            held = np.isfinite(sims)
+            return self._best_of(subset[held], sims[held], n, before=before, now=now,
+                                 use_recency=use_recency, accept=accept)
         if use_recency and subset is None and getattr(index, "scores_ids", False):
             return self._ranked_newest_first(index, query_vec, n, before=before, now=now, accept=accept)
         least_penalty = 0.0
@@ -144,39 +152,54 @@ class RetrievalMixin:
 
     def _ranked_newest_first(self, index, query_vec: np.ndarray, n: int, *, before: Optional[float], now: float,
                              accept) -> list[tuple[float, sqlite3.Row]]:
-        """Recency ranking on a graph, bounded by time instead of by similarity: the newest rows
-        (up to ``before``) are scored exactly from the index's vectors, a block at a time; every
-        row outside the block is older, so its score is at least the time penalty of the newest
-        one left plus a*(1 - s_max), s_max the graph's best similarity to the query (an
-        approximate top-1). Once the n-th score found is within that bound the rest cannot beat
-        it; otherwise the block grows fourfold. Near-duplicates that make a similarity-ordered
-        search widen to the whole index cost nothing here."""
+        """Recency ranking for an index that scores rows by id (flat, HNSW), bounded two ways
+        (Fagin's threshold algorithm over time and similarity): the newest rows (up to
+        ``before``) are scored exactly from the index's vectors, beside the index's k nearest by
+        cosine. A row in neither is older than every row scored and less similar than the k-th
+        nearest (s_k; exact on a flat index, a graph's approximate neighbours otherwise), so its
+        score is at least its time penalty + a*(1 - s_k). Once the n-th score found is
+        ``best_n``, no row older than the age where the time penalty reaches best_n -
+        a*(1 - s_k) can beat it: where up to ROWS_PER_SEARCH rows lie before that age the scan
+        jumps straight there; where more do (an old ``before``: the penalty has flattened out and similarity
+        decides) k grows fourfold instead. The newest rows come NEWEST_BLOCK at a time, more
+        while the filters leave fewer than n. Near-duplicates cost nothing either way."""
         ids_desc, times_desc = self._newest_first.order(self._time_ids, self._time_vals, self._times_version)
         if before is not None:
             start = int(np.searchsorted(-times_desc, -before, side="left"))   # the first at or before it
             ids_desc, times_desc = ids_desc[start:], times_desc[start:]
         if len(ids_desc) == 0:
             return []
-        top_sims = index.search(query_vec, 1)[1]
-        s_max = float(top_sims[0]) if len(top_sims) else 1.0
-        block, scored_to = max(NEWEST_BLOCK, 64 * n), 0
-        ids_seen, sims_seen = np.zeros(0, np.int64), np.zeros(0, np.float32)
+        k, limit = min(index.count(), 4 * n), min(index.count(), index.max_k)   # a graph's ef >= 128 anyway
+        near_ids, near_sims = index.search(query_vec, k)
+        end, scored_to = min(len(ids_desc), max(NEWEST_BLOCK, 64 * n)), 0
+        new_ids, new_sims = np.zeros(0, np.int64), np.zeros(0, np.float32)
         while True:
-            chunk = ids_desc[scored_to:block]            # only the rows the block grew by
+            chunk = ids_desc[scored_to:end]            # only the rows not scored yet
             sims = index.score_ids(query_vec, chunk)
             held = np.isfinite(sims)
-            if held.any():
-                s_max = max(s_max, float(sims[held].max()))
-            ids_seen, sims_seen = np.concatenate([ids_seen, chunk[held]]), np.concatenate([sims_seen, sims[held]])
-            scored_to = min(block, len(ids_desc))
-            best = self._best_of(ids_seen, sims_seen, n, before=before, now=now, use_recency=True, accept=accept)
-            if block >= len(ids_desc):
+            new_ids, new_sims = np.concatenate([new_ids, chunk[held]]), np.concatenate([new_sims, sims[held]])
+            scored_to = end
+            extra = ~np.isin(near_ids, new_ids)
+            best = self._best_of(np.concatenate([new_ids, near_ids[extra]]),
+                                 np.concatenate([new_sims, near_sims[extra]]), n,
+                                 before=before, now=now, use_recency=True, accept=accept)
+            all_near = len(near_ids) < k or k >= index.count()      # every row is among the nearest
+            if scored_to >= len(ids_desc) or all_near:
                 return best
-            bound = self.recency.weight_time * float(self.recency.penalty((now - times_desc[block]) / 3600.0)) + \
-                self.recency.weight_cos * (1.0 - s_max)
-            if len(best) == n and best[-1][0] <= bound:
+            if len(best) < n:                          # the filters left too few: more of the newest
+                end = min(len(ids_desc), 4 * end)
+                continue
+            s_k = float(near_sims[-1])
+            needed = best[-1][0] - self.recency.weight_cos * (1.0 - s_k)   # the penalty that ties the n-th
+            oldest_that_can_win = now - 3600.0 * self.recency.hours_for_penalty(needed)
+            if times_desc[scored_to] < oldest_that_can_win:
                 return best
-            block *= 4
+            reach = int(np.searchsorted(-times_desc, -oldest_that_can_win, side="right"))
+            if reach - scored_to > ROWS_PER_SEARCH and k < limit:    # cheaper to look further by similarity
+                k = min(limit, 4 * k)
+                near_ids, near_sims = index.search(query_vec, k)
+                continue
+            end = min(len(ids_desc), max(reach, scored_to + 1))
 
     def _best_of(self, ids: np.ndarray, sims: np.ndarray, n: int, *, before: Optional[float], now: Optional[float],
                  use_recency: bool, accept) -> list[tuple[float, sqlite3.Row]]:

@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS sightings(
   face_box TEXT, face_emb BLOB, reid_emb BLOB, activity TEXT, clothing TEXT, crop_path TEXT,
   px REAL, py REAL, pz REAL, waypoint_id TEXT);
 CREATE INDEX IF NOT EXISTS sightings_identity ON sightings(identity_id, t);
+CREATE INDEX IF NOT EXISTS sightings_identity_obs ON sightings(identity_id, obs);   -- a person filter reads only the index
 CREATE INDEX IF NOT EXISTS sightings_t ON sightings(t);
 CREATE INDEX IF NOT EXISTS sightings_obs ON sightings(obs);
 CREATE INDEX IF NOT EXISTS sightings_place ON sightings(waypoint_id, t);

@@ -34,6 +34,7 @@ from typing import Callable, Iterator, Optional, Protocol
 import numpy as np
 
 from .hnsw_graph import SUBSET_EXACT_MAX, MaskedGraph
+from .stored_vectors import StoredVectors
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class FaissVectorIndex:
         self._lock = threading.RLock()
         self._snapshot_lock = threading.Lock()
         self._index = self._new_flat()       # IndexIDMap2(IndexFlatIP) | MaskedGraph | IndexIVFFlat
+        self._flat_stored: Optional[StoredVectors] = None     # the flat index's rows by id (score_ids)
         self.max_id = 0        # highest row id the snapshot (or memory) holds
         self.generation = -1
 
@@ -304,6 +306,8 @@ class FaissVectorIndex:
         if len(ids):
             with self._lock:
                 self._index.remove_ids(np.asarray(ids, dtype=np.int64))
+                if self._flat_stored is not None:
+                    self._flat_stored.forget_order()      # a flat index moved its rows up
 
     def search(self, vector, k, subset=None):
         faiss = self._faiss
@@ -330,13 +334,26 @@ class FaissVectorIndex:
 
     @property
     def scores_ids(self) -> bool:
-        """Whether ``score_ids`` is available (a graph: its stored vectors by id)."""
-        return self.kind == "hnsw"
+        """Whether ``score_ids`` is available (flat and hnsw: their stored vectors by id; not IVF)."""
+        return self.kind != "ivf"
+
+    def scores_filter_by_id(self, subset_size: int) -> bool:
+        """Whether a filter of this many rows is searched best by scoring each of its rows
+        (``score_ids``): exact, and cheaper than a flat scan with a selector or a graph search
+        that finds few of them."""
+        return self.kind == "flat" or (self.kind == "hnsw" and subset_size <= SUBSET_EXACT_MAX)
 
     def score_ids(self, vector, ids: np.ndarray) -> np.ndarray:
-        """Exact similarities to the rows ``ids`` (-inf for a row not held); hnsw only."""
+        """Exact similarities to the rows ``ids`` (-inf for a row not held); flat and hnsw."""
+        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
         with self._lock:
-            return self._index.score_ids(np.ascontiguousarray(vector, dtype=np.float32).reshape(-1), ids)
+            if self.kind == "hnsw":
+                return self._index.score_ids(query, ids)
+            if self.kind != "flat":
+                raise TypeError(f"{self.path.stem}: an {self.kind.upper()} index cannot score rows by id")
+            if self._flat_stored is None or self._flat_stored.index is not self._index:
+                self._flat_stored = StoredVectors(self._faiss, self._index)
+            return self._flat_stored.score(query, ids)[0]
 
     def close(self) -> None:
         pass
