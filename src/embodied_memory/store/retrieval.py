@@ -293,24 +293,32 @@ class RetrievalMixin:
         if not all(math.isfinite(v) for v in (x, y)):
             raise StoreError("observations_near: x and y must be finite")
         conn = self._conn()
-        total = conn.execute("SELECT COUNT(*) FROM obs_xy").fetchone()[0]   # observations with a position
+        total = None                              # observations with a position, counted only when widening
         r = radius if radius is not None else 1.0
         while True:
-            rows = conn.execute(
-                f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))} FROM obs_xy "
-                "JOIN observations o ON o.id = obs_xy.id WHERE min_x >= ? AND max_x <= ? AND min_y >= ? "
-                "AND max_y <= ?" + (" AND o.t <= ?" if before is not None else ""),
-                (x - r, x + r, y - r, y + r) + ((before,) if before is not None else ())).fetchall()
-            with_dist = sorted(((math.hypot(row["x"] - x, row["y"] - y), row) for row in rows),
-                               key=lambda item: (item[0], -item[1]["t"]))
-            within = [item for item in with_dist if item[0] <= r]
+            # the R-tree's own (float32) coordinates pick the candidates; only the chosen rows are read
+            box = conn.execute("SELECT id, min_x, min_y FROM obs_xy WHERE min_x >= ? AND max_x <= ? AND min_y >= ? "
+                               "AND max_y <= ?", (x - r, x + r, y - r, y + r)).fetchall()
+            ids = np.fromiter((b[0] for b in box), np.int64, count=len(box))
+            dist = np.hypot(np.fromiter((b[1] for b in box), np.float64, count=len(box)) - x,
+                            np.fromiter((b[2] for b in box), np.float64, count=len(box)) - y)
+            times, known = self._times_of(ids)
+            keep = known & (dist <= r + 1e-3) & ((times <= before) if before is not None else True)
+            order = np.lexsort((-times[keep], dist[keep]))          # nearest first, newest among equals
+            within = ids[keep][order]
             if radius is not None:
                 chosen = within[:k] if k else within
                 break
-            if len(within) >= k or len(rows) >= total or r > 1e6:
+            if len(within) < k and total is None:
+                total = conn.execute("SELECT COUNT(*) FROM obs_xy").fetchone()[0]
+            if len(within) >= k or len(box) >= total or r > 1e6:
                 chosen = within[:k]
                 break
             r *= 4
+        rows = self._rows_by_id(chosen)
+        with_dist = sorted(((math.hypot(row["x"] - x, row["y"] - y), row) for row in rows.values()),
+                           key=lambda item: (item[0], -item[1]["t"]))
+        chosen = [item for item in with_dist if radius is None or item[0] <= radius]
         return [{**self._record(row), "distance_m": round(d, 2)} for d, row in chosen]
 
     @query_tool("Observations in a time window, oldest first.",
