@@ -146,3 +146,25 @@ def test_scoring_rows_by_id_follows_adds_out_of_order_and_removals(tmp_path, app
     expected = np.concatenate([VECS[1999:3000] @ query, [extra[1] @ query]]).astype(np.float32)
     expected[2999 - 2000] = -np.inf
     assert index.score_ids(query, newest) == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_query_runs_on_its_own_thread_and_builds_keep_every_core(tmp_path):
+    """A query sets OpenMP to one thread for its own thread only (a background build elsewhere
+    keeps the default)."""
+    import threading
+
+    import faiss
+    index = FaissVectorIndex(tmp_path / "q.faiss", DIM, approximate_min_vectors=10**9)
+    index.open(1, lambda after: _rows_after(after), lambda: len(IDS))
+    seen = {}
+
+    def in_thread(name, fn):
+        worker = threading.Thread(target=lambda: seen.__setitem__(name, fn()))
+        worker.start()
+        worker.join()
+
+    in_thread("default", faiss.omp_get_max_threads)
+    in_thread("query", lambda: (index.search(VECS[0], 5), faiss.omp_get_max_threads())[1])
+    in_thread("after", faiss.omp_get_max_threads)
+    assert seen["query"] == 1
+    assert seen["after"] == seen["default"]

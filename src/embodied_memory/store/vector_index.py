@@ -58,6 +58,17 @@ Batches = Iterator[tuple[np.ndarray, np.ndarray]]
 SNAPSHOT_COPY_MAX_BYTES = 1 << 30      # a larger index is written under its lock (no 2nd copy in RAM)
 APPROXIMATE_INDEXES = ("hnsw", "ivf")
 HNSW_MAX_K = 16384            # the widest ranked search on a graph (efSearch = k)
+_query_thread = threading.local()
+
+
+def _one_thread_per_query(faiss) -> None:
+    """A single query runs on the calling thread alone: FAISS's OpenMP threads split one query
+    across the cores and spin while a core is busy (on a robot it always is: perception runs
+    beside the store), 3-4x slower than one thread on 2 cores. OpenMP's thread count is a
+    per-thread setting, so the background index builds keep every core."""
+    if not getattr(_query_thread, "set", False):
+        faiss.omp_set_num_threads(1)
+        _query_thread.set = True
 
 
 class FaissVectorIndex:
@@ -312,6 +323,7 @@ class FaissVectorIndex:
     def search(self, vector, k, subset=None):
         faiss = self._faiss
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
+        _one_thread_per_query(faiss)
         with self._lock:
             if self.count() == 0:
                 return np.zeros(0, np.int64), np.zeros(0, np.float32)
