@@ -1,5 +1,6 @@
-"""HIMM's claim on the simulated office: a second episode with episodic recall reaches the target
-with a shorter path than without (SPL over several seeds); a moved target is still found."""
+"""HIMM's claims on the simulated office: a second episode with episodic recall reaches the target
+with a shorter path than without (SPL over several seeds); a moved target is still found; the
+semantic policy finds targets on a first visit with a shorter path than the nearest frontier."""
 import json
 
 import cv2
@@ -7,37 +8,50 @@ import pytest
 
 from embodied_memory.sim.explore_benchmark import ExploreBenchConfig, run_explore_benchmark
 
+SEEDS = (0, 1, 2)
+
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("explore_bench")
-    return out, run_explore_benchmark(ExploreBenchConfig(seeds=(0, 1, 2)), out, progress=False)
+    return out, run_explore_benchmark(ExploreBenchConfig(seeds=SEEDS), out, progress=False)
 
 
-def test_recall_shortens_the_second_episode(results):
+@pytest.mark.parametrize("policy", ["nearest", "semantic"])
+def test_recall_shortens_the_second_episode(results, policy):
     _, res = results
     s = res["summary"]
-    assert s["same/recall"]["success"] == 1.0 and s["same/no_recall"]["success"] == 1.0
-    assert s["same/recall"]["spl"] >= s["same/no_recall"]["spl"] + 0.3
-    for seed in (0, 1, 2):
-        rows = {r["recall"]: r for r in res["episodes"] if r["seed"] == seed and r["scenario"] == "same"}
+    assert s[f"{policy}/same/recall"]["success"] == 1.0 and s[f"{policy}/same/no_recall"]["success"] == 1.0
+    assert s[f"{policy}/same/recall"]["spl"] >= s[f"{policy}/same/no_recall"]["spl"] + 0.2
+    for seed in SEEDS:
+        rows = {r["recall"]: r for r in res["episodes"]
+                if r["seed"] == seed and r["scenario"] == "same" and r["policy"] == policy}
         assert rows[True]["i_explore"] is False                     # the first episode saw the target
         assert rows[True]["path_m"] < rows[False]["path_m"]
         assert rows[True]["states"][-3:] == ["target_verification", "target_approaching", "check_ready_to_answer"]
 
 
+def test_the_semantic_policy_beats_nearest_on_a_first_visit(results):
+    _, res = results
+    nearest, semantic = res["by_policy"]["nearest"]["no_memory"], res["by_policy"]["semantic"]["no_memory"]
+    assert nearest["episodes"] == semantic["episodes"] == 3 * len(SEEDS)
+    assert semantic["success"] == 1.0 and semantic["spl"] > nearest["spl"] + 0.1
+    assert semantic["path_m"] < nearest["path_m"]
+
+
 def test_a_moved_target_is_found_although_the_memory_is_stale(results):
     _, res = results
     moved = [r for r in res["episodes"] if r["scenario"] == "moved" and r["recall"]]
-    assert all(r["success"] for r in moved)
+    assert len(moved) == 2 * len(SEEDS) and all(r["success"] for r in moved)
     assert all(r["i_explore"] is True and "moved" in r["recall_reason"] for r in moved)
 
 
 def test_the_report_and_maps_are_written(results):
     out, res = results
-    assert "| same/recall |" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "| semantic/same/recall |" in report and "| nearest | no memory | 9 |" in report
     assert json.loads((out / "results.json").read_text())["summary"] == res["summary"]
-    image = cv2.imread(str(out / "maps" / "s0-B-same-recall.png"))
+    image = cv2.imread(str(out / "maps" / "s0-semantic-B-same-recall.png"))
     assert image is not None and image.shape[0] > 100
 
 

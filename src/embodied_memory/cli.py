@@ -230,12 +230,20 @@ def cmd_demo(args) -> int:
 
 
 def cmd_explore_bench(args) -> int:
+    from .explore.policies import POLICIES
     from .sim.explore_benchmark import ExploreBenchConfig, main_summary, run_explore_benchmark
     try:
         seeds = tuple(int(v) for v in args.seeds.split(","))
     except ValueError as exc:
         raise ConfigError(f"--seeds: comma-separated integers expected ({exc})") from exc
-    results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds), Path(args.out))
+    policies = tuple(v.strip() for v in args.policies.split(",") if v.strip())
+    unknown = [v for v in policies if v not in POLICIES]
+    if unknown or not policies:
+        raise ConfigError(f"--policies: comma-separated names of {', '.join(POLICIES)} expected, not {args.policies!r}")
+    if "mllm" in policies and not args.llm_base_url:
+        raise ConfigError("--policies mllm needs --llm-base-url (an OpenAI-compatible multimodal endpoint)")
+    results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds, policies=policies, llm_base_url=args.llm_base_url,
+                                                       llm_model=args.llm_model), Path(args.out))
     print(main_summary(results))
     print(f"report: {Path(args.out) / 'report.md'}")
     return 0
@@ -346,10 +354,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_arguments(add("eval", cmd_eval, "evaluate planners and memory ablations on a simulated episode (or a "
                                             "public question set against a recording); writes report.md, "
                                             "results.json and plots"))
-    p = add("explore-bench", cmd_explore_bench, "HIMM exploration in the simulated office: SPL with and without "
-                                                "episodic recall, target in place or moved; writes report.md")
+    p = add("explore-bench", cmd_explore_bench, "HIMM exploration in the simulated office: SPL per policy, with "
+                                                "and without episodic recall, target in place or moved; writes "
+                                                "report.md")
     p.add_argument("--out", default="explore_results", help="output directory")
-    p.add_argument("--seeds", default="0,1,2,3,4,5", help="comma-separated world seeds")
+    p.add_argument("--seeds", default=",".join(str(v) for v in range(10, 20)),
+                   help="comma-separated world seeds (default 10-19: held out from the semantic policy's tuning)")
+    p.add_argument("--policies", default="nearest,semantic", help="comma-separated: nearest, semantic, mllm")
+    p.add_argument("--llm-base-url", default="", help="OpenAI-compatible multimodal endpoint (policy mllm)")
+    p.add_argument("--llm-model", default="", help="model name at that endpoint")
     p = add("replay", cmd_replay, "play a rosbag2 (sqlite3 or MCAP) into the live topics, with /clock")
     p.add_argument("bag", help="bag directory or .mcap/.db3 file")
     p.add_argument("--rate", default="1", help="1 (real time), N, 'max' (as fast as possible) or 'paced' "

@@ -27,9 +27,11 @@ from .cognitive_state import CognitiveState as S
 from .cognitive_state import MetaMemory
 from .episodic_recall import EpisodicRecall, RecallResult
 from .frontier_pruning import GeometricPruner, PruneResult
-from .frontiers import Frontier, detect_frontiers
+from .frontiers import detect_frontiers
+from .instruction import Instruction, decompose
 from .occupancy import CameraModel, GridParams, OccupancyGrid
 from .planning import GridPaths, nearest_cell_within, simplify, traversable
+from .policies import ExplorationPolicy, NearestPolicy, PolicyContext, View
 from .rule_extraction import ExecutionStep
 
 log = logging.getLogger(__name__)
@@ -104,8 +106,13 @@ class Explorer:
                  store=None, embedder=None, describer: Optional[Callable[[Frame], str]] = None,
                  recall: Optional[EpisodicRecall] = None, pruner=None, image_dir: Optional[Path] = None,
                  ready_to_answer: Optional[Callable[[str], bool]] = None, feedback: Optional[Feedback] = None,
-                 should_stop: Optional[Callable[[], bool]] = None):
+                 should_stop: Optional[Callable[[], bool]] = None, policy: Optional[ExplorationPolicy] = None,
+                 decomposer: Optional[Callable[[str, str], Instruction]] = None,
+                 rules_for: Optional[Callable[[Instruction], Sequence[str]]] = None):
         self.env, self.detector, self.params = env, detector, params
+        self.policy = policy or NearestPolicy(params.landmark_weight)
+        self.decompose = decomposer or decompose
+        self.rules_for = rules_for
         self.store, self.embedder, self.describer = store, embedder, describer
         self.recall_engine, self.pruner = recall, pruner or GeometricPruner(d_min=params.d_min_m)
         self.image_dir = Path(image_dir) if image_dir else None
@@ -123,6 +130,8 @@ class Explorer:
         self.grid.mark_free_disc(p.x, p.y, self.params.robot_radius_m)
         seen = self.detector.detect(frame, target)
         embedding = self.embedder.embed([frame.image])[0] if self.embedder is not None else None
+        description = self.describer(frame) if self.describer else ""
+        self.policy.observe(View(p, description, frame.image, self.step))
         image_path = ""
         if self.image_dir is not None:
             path = self.image_dir / self.episode_id / f"{len(self.log):05d}.jpg"
@@ -130,7 +139,6 @@ class Explorer:
             cv2.imwrite(str(path), frame.image, [cv2.IMWRITE_JPEG_QUALITY, 85])
             image_path = str(path)
         if self.store is not None:
-            description = self.describer(frame) if self.describer else ""
             self.store.insert([Observation(f"{self.episode_id}/{len(self.log):05d}", frame.stamp, self.episode_id,
                                            Pose(p.x, p.y, p.z, p.yaw), description=description,
                                            image_path=image_path, global_embedding=embedding)])
@@ -193,8 +201,13 @@ class Explorer:
         self.meta = MetaMemory()
         self.target_xy: Optional[tuple[float, float]] = None
         self._looked_from: list[tuple[float, float]] = []
-        self.frontiers: list[Frontier] = []
+        self.frontiers = []
         prunes: list[PruneResult] = []
+        self.instruction = self.decompose(question or target, target)
+        target = self.instruction.target
+        cam = self.env.camera
+        self.policy.start(self.instruction, self.grid, 2 * math.atan2(cam.width / 2, cam.fx))
+        rules = list(self.rules_for(self.instruction)) if self.rules_for is not None else []
         if self.store is not None:
             self.store.add_episode(Episode(episode_id, self.env.observe().stamp, name=target or question, world=world))
         views = self._look_around(target, p.look_around_views)
@@ -267,11 +280,19 @@ class Explorer:
             self.frontiers = candidates
             goal = self._memory_goal(paths, recall)
             if goal is None:
-                chosen = self._choose(candidates, paths, recall)
-                if chosen is not None:
-                    goal = chosen.cell
-                    action = (f"go to frontier {chosen.frontier_id} ({self._fmt((chosen.x, chosen.y))}, "
-                              f"{paths.dist[goal]:.1f} m)")
+                landmarks = recall.landmarks if recall is not None and not recall.i_explore else ()
+                decision = self.policy.choose(PolicyContext(self.grid, paths, candidates, pose, self.instruction,
+                                                            landmarks, rules, self.step))
+                if decision.ready:
+                    self.log.append(ExecutionStep(self.step, self.meta.state.value, pose.x, pose.y, pose.yaw,
+                                                  "ready to answer", decision.reason))
+                    success, message = True, f"ready to answer: {decision.reason}"
+                    break
+                chosen, goal = decision.frontier, decision.goal
+                if goal is not None:
+                    where = (f"frontier {chosen.frontier_id} {self._fmt((chosen.x, chosen.y))}" if chosen is not None
+                             else f"the place at {self._fmt(self.grid.to_world(*goal))}")
+                    action = f"go to {where} ({paths.dist[goal]:.1f} m): {decision.reason}"
                 else:
                     goal = self._unsearched_goal(paths)
                     if goal is None:
@@ -335,17 +356,6 @@ class Explorer:
     def _xyyaw(self) -> tuple[float, float, float]:
         p = self.env.current_pose()
         return p.x, p.y, p.yaw
-
-    def _choose(self, frontiers: Sequence[Frontier], paths: GridPaths,
-                recall: Optional[RecallResult]) -> Optional[Frontier]:
-        reachable = [f for f in frontiers if np.isfinite(paths.dist[f.cell])]
-        if not reachable:
-            return None
-        if recall is not None and not recall.i_explore and recall.landmarks:
-            pts = np.array([(x, y) for x, y, _ in recall.landmarks])
-            return min(reachable, key=lambda f: paths.dist[f.cell] + self.params.landmark_weight * float(
-                np.min(np.hypot(pts[:, 0] - f.x, pts[:, 1] - f.y))))
-        return min(reachable, key=lambda f: paths.dist[f.cell])
 
     @staticmethod
     def _fmt(xy) -> str:
