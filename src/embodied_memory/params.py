@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .agent.query_agent import AgentParams
+from .explore.policies import POLICIES as EXPLORE_POLICIES
 from .ingest.offline import TopicParams
 from .ingest.selection import SelectionParams
 from .perception.pipeline import PerceptionParams
@@ -235,6 +236,11 @@ class ExploreNodeParams:
     recall_top_k: int = 10
     target_threshold: float = 0.45
     d_min_m: float = 3.0
+    explore_policy: str = "semantic"       # nearest | semantic (the views' descriptions vs the instruction,
+                                           # MiniLM) | mllm (HIMM's planner: map + views to the model)
+    planner_images: bool = True            # mllm: send the map and views as images (False: as text, for a
+                                           # text-only model)
+    decomposition: str = "words"           # words | llm: the instruction's target, related objects and areas
     pruning: str = "geometric"             # geometric | mllm (needs llm_base_url)
     verifier: str = "feature_match"        # feature_match | mllm (needs llm_base_url)
     llm_base_url: str = ""                 # OpenAI-compatible multimodal endpoint
@@ -265,9 +271,14 @@ class ExploreNodeParams:
             raise ValueError(f"pruning: unknown '{self.pruning}' (geometric | mllm)")
         if self.verifier not in ("feature_match", "mllm"):
             raise ValueError(f"verifier: unknown '{self.verifier}' (feature_match | mllm)")
-        for name in ("pruning", "verifier"):
-            if getattr(self, name) == "mllm" and not self.llm_base_url:
-                raise ValueError(f"{name}: mllm needs llm_base_url (an OpenAI-compatible multimodal endpoint)")
+        if self.explore_policy not in EXPLORE_POLICIES:
+            raise ValueError(f"explore_policy: unknown '{self.explore_policy}' ({' | '.join(EXPLORE_POLICIES)})")
+        if self.decomposition not in ("words", "llm"):
+            raise ValueError(f"decomposition: unknown '{self.decomposition}' (words | llm)")
+        for name, model in (("pruning", "mllm"), ("verifier", "mllm"), ("explore_policy", "mllm"),
+                            ("decomposition", "llm")):
+            if getattr(self, name) == model and not self.llm_base_url:
+                raise ValueError(f"{name}: {model} needs llm_base_url (an OpenAI-compatible multimodal endpoint)")
         if self.environment == "robot" and not self.llm_base_url:
             raise ValueError("environment: robot recognises the target with a VLM; set llm_base_url "
                              "(no open-vocabulary detector ships offline)")

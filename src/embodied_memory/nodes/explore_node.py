@@ -43,6 +43,8 @@ from ..agent.answer import Answer
 from ..explore.episodic_recall import EpisodicRecall, FeatureMatchVerifier, MllmPlaceVerifier
 from ..explore.explorer import Explorer, ExplorerParams
 from ..explore.frontier_pruning import GeometricPruner, MllmPruner
+from ..explore.instruction import LlmDecomposer
+from ..explore.policies import PolicyConfig, make_policy
 from ..explore.occupancy import GridParams
 from ..params import ExploreNodeParams
 from .common import node_options, node_params, run_node
@@ -65,6 +67,7 @@ class ExploreNode(Node):
         self.health = NodeHealth(self)
         self._running = 0
         self._last_episode, self._repeats = "", 0
+        self._ready_answer = None           # the answer the ready-to-answer check got (this goal's)
         self.health.gauges["goals_active"] = lambda: self._running
         self._client = None
         if p.llm_base_url:
@@ -81,12 +84,17 @@ class ExploreNode(Node):
         self._busy = threading.Lock()
         from ..perception.image_embedding import MobileNetV2Embedder
         self.embedder = MobileNetV2Embedder()
+        self.text_embedder = None
+        if p.explore_policy != "nearest":
+            from ..text_embedding import MiniLMTextEmbedder
+            self.text_embedder = MiniLMTextEmbedder()
+        self._decomposer = LlmDecomposer(self._client).decompose if p.decomposition == "llm" else None
         self.env, self.detector, self.describer = self._worker.submit(self._make_environment).result()
         self._server = ActionServer(self, Explore, p.action_name, execute_callback=self._execute,
                                     goal_callback=self._on_goal, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                                     callback_group=group)
-        self.get_logger().info(f"exploring on {p.action_name} ({p.environment}, pruning {p.pruning}, "
-                               f"verifier {p.verifier})")
+        self.get_logger().info(f"exploring on {p.action_name} ({p.environment}, policy {p.explore_policy}, "
+                               f"pruning {p.pruning}, verifier {p.verifier})")
 
     def _make_environment(self):
         p = self.params
@@ -124,12 +132,15 @@ class ExploreNode(Node):
             self.env.cancelled = stop
         verifier = MllmPlaceVerifier(self._client) if p.verifier == "mllm" else FeatureMatchVerifier()
         pruner = MllmPruner(self._client, p.d_min_m) if p.pruning == "mllm" else GeometricPruner(p.d_min_m)
+        policy = make_policy(PolicyConfig(p.explore_policy, max_range=p.max_range_m, send_images=p.planner_images),
+                             self.text_embedder, self._client)
         return Explorer(self.env, self.detector, params, store=self.memory, embedder=self.embedder,
                         describer=self.describer,
                         recall=EpisodicRecall(self.memory, verifier, p.recall_top_k, p.target_threshold),
                         pruner=pruner, image_dir=Path(p.image_dir).expanduser(),
                         feedback=lambda ex, pose: self._on_step(goal_handle, ex, pose),
-                        should_stop=stop)
+                        should_stop=stop, policy=policy, decomposer=self._decomposer,
+                        ready_to_answer=self._memory_answers if self._ask is not None else None)
 
     # -- action ---------------------------------------------------------------------------------
     def _on_goal(self, goal) -> GoalResponse:
@@ -155,7 +166,8 @@ class ExploreNode(Node):
 
     def _run_goal(self, goal_handle):
         g = goal_handle.request
-        target = g.target_description.strip() or g.question.strip()
+        target = g.target_description.strip()
+        self._ready_answer = None
         episode_id = episode_id_at(self.params.episode_prefix, now_s(self))
         if episode_id == self._last_episode:    # a clock that stands still (a replay that ended)
             self._repeats += 1
@@ -176,7 +188,7 @@ class ExploreNode(Node):
         self._publish_map(explorer, now_s(self))
         out = Explore.Result(success=result.success, message=result.message, path_length_m=result.path_length_m,
                              steps=result.steps)
-        answer = self._answer(g.question.strip(), target, result)
+        answer = self._answer(g.question.strip(), explorer.instruction.target, result)
         if answer is not None:
             out.answer = answer
         recall = result.recall
@@ -193,17 +205,30 @@ class ExploreNode(Node):
             goal_handle.abort()
         return out
 
+    def _ask_agent(self, question: str):
+        """The query agent's answer message (from the explorer's worker thread or the goal's)."""
+        if not self._ask.wait_for_service(timeout_sec=5.0):
+            return answer_to_msg(Answer(status="error", error=f"query agent {self.params.ask_service} not running"))
+        done = threading.Event()
+        # asked now in robot time (0 before the first /clock: the agent then uses its own clock)
+        future = self._ask.call_async(Ask.Request(question=question, as_of=now_msg(self)))
+        future.add_done_callback(lambda _f: done.set())
+        if done.wait(60.0):                 # a wait on a peer: wall time
+            return future.result().answer
+        return answer_to_msg(Answer(status="error", error="the query agent did not answer in 60 s"))
+
+    def _memory_answers(self, question: str) -> bool:
+        """The explorer's ready-to-answer check (near the target): the memory, with what this
+        episode stored, answers the question; the answer is kept as the goal's answer."""
+        answer = self._ask_agent(question)
+        if answer.status == "ok":
+            self._ready_answer = answer
+            return True
+        return False
+
     def _answer(self, question: str, target: str, result):
         if question and self._ask is not None:
-            if not self._ask.wait_for_service(timeout_sec=5.0):
-                return answer_to_msg(Answer(status="error", error=f"query agent {self.params.ask_service} not running"))
-            done = threading.Event()
-            # asked now in robot time (0 before the first /clock: the agent then uses its own clock)
-            future = self._ask.call_async(Ask.Request(question=question, as_of=now_msg(self)))
-            future.add_done_callback(lambda _f: done.set())
-            if done.wait(60.0):                 # a wait on a peer: wall time
-                return future.result().answer
-            return answer_to_msg(Answer(status="error", error="the query agent did not answer in 60 s"))
+            return self._ready_answer if self._ready_answer is not None else self._ask_agent(question)
         if result.success and result.target_xy is not None:
             x, y = result.target_xy
             return answer_to_msg(Answer(type="position", text=f"The {target} is at ({x:.1f}, {y:.1f}) in the map.",
