@@ -216,25 +216,34 @@ def test_make_policy_names_the_setting_when_it_cannot_build_one(minilm):
         make_policy(PolicyConfig("mllm"), minilm)
 
 
-def test_the_model_saying_ready_ends_the_episode(minilm):
+def test_the_model_gets_the_learned_rules_and_saying_ready_ends_the_episode(minilm, tmp_path):
     from embodied_memory.explore.explorer import Explorer, ExplorerParams
     from embodied_memory.sim.exploration import (GroundTruthTargetDetector, SimExplorationEnv,
                                                  ground_truth_description, make_task, start_pose)
+    from embodied_memory.store.memory_store import open_store
+    from embodied_memory.store.params import StoreParams
+    from embodied_memory.types import SemanticRule
     task = make_task(2)
+    store = open_store(StoreParams(data_dir=str(tmp_path / "memory")))
+    store.add_rule(SemanticRule("r1", "if_then", "choose_frontier", f"looking for a {task.target}",
+                                "check the rooms along the corridor before the lobby"))
     env = SimExplorationEnv(task, start_pose("corridor_west"))
     try:
         with ScriptedLLM([content('{"action": "ready", "reason": "nothing more to see"}')]) as llm:
             policy = _mllm(llm.base_url, minilm)
             result = Explorer(env, GroundTruthTargetDetector(env), ExplorerParams(use_episodic_memory=False),
-                              describer=lambda f: ground_truth_description(env, f), policy=policy).run(
+                              store=store, describer=lambda f: ground_truth_description(env, f), policy=policy).run(
                                   "", "ep-ready", question=f"Is there a {task.target} here?")
             requests = list(llm.requests)
     finally:
         env.close()
+        store.close()
     assert result.success and result.message == "ready to answer: nothing more to see"
     assert len(requests) == 1 and result.log[-1].action == "ready to answer"
     text = " ".join(p["text"] for p in requests[0]["messages"][0]["content"] if p["type"] == "text")
     assert f"target: {task.target}" in text                  # the question was decomposed, not used as the target
+    assert (f"if-then (choose_frontier): if looking for a {task.target} then check the rooms along the corridor"
+            in text)
 
 
 @pytest.mark.slow

@@ -79,6 +79,7 @@ class ExplorerParams:
     target_threshold: float = 0.45
     d_min_m: float = 3.0
     landmark_weight: float = 1.0           # frontier cost = path + weight * distance to the landmarks
+    rules_top_k: int = 3                   # semantic memory rules given to the planner
     grid: GridParams = GridParams()
 
 
@@ -107,12 +108,10 @@ class Explorer:
                  recall: Optional[EpisodicRecall] = None, pruner=None, image_dir: Optional[Path] = None,
                  ready_to_answer: Optional[Callable[[str], bool]] = None, feedback: Optional[Feedback] = None,
                  should_stop: Optional[Callable[[], bool]] = None, policy: Optional[ExplorationPolicy] = None,
-                 decomposer: Optional[Callable[[str, str], Instruction]] = None,
-                 rules_for: Optional[Callable[[Instruction], Sequence[str]]] = None):
+                 decomposer: Optional[Callable[[str, str], Instruction]] = None):
         self.env, self.detector, self.params = env, detector, params
         self.policy = policy or NearestPolicy(params.landmark_weight)
         self.decompose = decomposer or decompose
-        self.rules_for = rules_for
         self.store, self.embedder, self.describer = store, embedder, describer
         self.recall_engine, self.pruner = recall, pruner or GeometricPruner(d_min=params.d_min_m)
         self.image_dir = Path(image_dir) if image_dir else None
@@ -207,7 +206,7 @@ class Explorer:
         target = self.instruction.target
         cam = self.env.camera
         self.policy.start(self.instruction, self.grid, 2 * math.atan2(cam.width / 2, cam.fx))
-        rules = list(self.rules_for(self.instruction)) if self.rules_for is not None else []
+        rules = self._rules()
         if self.store is not None:
             self.store.add_episode(Episode(episode_id, self.env.observe().stamp, name=target or question, world=world))
         views = self._look_around(target, p.look_around_views)
@@ -313,6 +312,18 @@ class Explorer:
             self.store.save_occupancy_map(episode_id, self.grid.values(), self.grid.resolution, self.grid.origin)
         return ExplorationResult(success, message, episode_id, round(self.path_length, 3), self.step, self.target_xy,
                                  final, self.log, self.meta, recall, prunes, self.grid)
+
+    def _rules(self) -> list[str]:
+        """The semantic memory's rules for this instruction, as lines for the planner."""
+        if self.store is None or self.params.rules_top_k <= 0 or not hasattr(self.store, "rules_for"):
+            return []
+        try:
+            found = self.store.rules_for(self.instruction.text or self.instruction.target, self.params.rules_top_k)
+        except Exception as exc:  # noqa: BLE001 - rules are an optional hint
+            log.warning("no semantic rules for the planner (%s)", exc)
+            return []
+        return [f"{r['kind'].replace('_', '-')} ({r['key']}): if {r['condition']} then {r['action']}"
+                for r in found or [] if isinstance(r, dict) and {"kind", "key", "condition", "action"} <= r.keys()]
 
     def _memory_goal(self, paths: GridPaths, recall: Optional[RecallResult]) -> Optional[tuple[int, int]]:
         """With the target in a recalled episode (I_explore = 0): the remembered camera pose

@@ -78,6 +78,9 @@ class RosExplorationMemory:
     def text_observations(self, query: str, k: int = 5, episode=None) -> list[dict]:
         return self._client.call("text_observations", {"query": query, "k": int(k), "episode": episode})
 
+    def rules_for(self, query: str, k: int = 3) -> list[dict]:
+        return self._client.call("rules_for", {"query": query, "k": int(k)})
+
     def load_occupancy_map(self, episode_id: str):
         import base64
 
