@@ -92,3 +92,48 @@ def test_malformed_rules_store_nothing(episode):
         with pytest.raises(RuleExtractionError, match="no pseudocode"):
             extractor(llm).extract("Find it", "here", result.log, reference, store=store)
     assert len(store.rules_for("anything", k=100)) == before
+
+
+def test_learn_rules_command_runs_training_episodes_and_stores_their_rules(tmp_path):
+    from embodied_memory.cli import main
+    with ScriptedLLM([content(PSEUDOCODE), content(json.dumps(RULES))]) as llm:
+        code = main(["learn-rules", "--episodes", "1", "--llm-base-url", llm.base_url, "--data-dir", str(tmp_path)])
+        requests = list(llm.requests)
+    assert code == 0 and len(requests) == 2
+    assert "Find the" in requests[0]["messages"][0]["content"]             # the training episode's log
+    assert "Ground-truth answer: the " in requests[1]["messages"][0]["content"][0]["text"]
+    store = open_store(StoreParams(data_dir=str(tmp_path)))
+    try:
+        rules = store.rules_for("looking for a small object", k=10)
+    finally:
+        store.close()
+    assert sorted(r["key"] for r in rules) == ["look_around", "nearest_frontier"]   # the two valid ones
+    assert all(r["kind"] in ("if_then", "situation_suggestion") for r in rules)
+
+
+@pytest.mark.parametrize("argv,problem", [
+    (["learn-rules"], "--llm-base-url URL"),
+    (["learn-rules", "--llm-base-url", "http://127.0.0.1:9/v1", "--first-seed", "5"], "training seeds start at 100"),
+    (["learn-rules", "--llm-base-url", "http://127.0.0.1:9/v1", "--episodes", "0"], "at least 1"),
+    (["explore-bench", "--rules-episodes", "2"], "--rules-episodes needs --llm-base-url"),
+    (["explore-bench", "--policies", "nearest,random"], "--policies"),
+    (["explore-bench", "--policies", "mllm"], "needs --llm-base-url"),
+])
+def test_rule_and_bench_commands_refuse_bad_arguments_in_one_line(argv, problem, capsys):
+    from embodied_memory.cli import main
+    assert main(argv) == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_the_ablation_gives_learned_rules_to_the_semantic_and_both_runs(tmp_path):
+    from embodied_memory.sim.explore_benchmark import ExploreBenchConfig, run_explore_benchmark
+    with ScriptedLLM([content(PSEUDOCODE), content(json.dumps(RULES))]) as llm:
+        res = run_explore_benchmark(ExploreBenchConfig(seeds=(1,), policies=("semantic",), scenarios=("same",),
+                                                       rules_episodes=1, llm_base_url=llm.base_url), tmp_path,
+                                    progress=False)
+    assert len(res["training"]) == 1 and len(res["rules"]) == 2
+    given = {r["memory"]: r["rules_given"] for r in res["episodes"] if r["scenario"] == "same"}
+    assert given == {"none": 0, "episodic": 0, "semantic": 2, "both": 2}
+    assert set(res["by_policy"]["semantic"]) == {"none", "episodic", "semantic", "both"}
+    report = (tmp_path / "report.md").read_text()
+    assert "| semantic | both | 1 |" in report and "enter the room before following a long corridor" in report

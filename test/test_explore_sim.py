@@ -21,8 +21,8 @@ def results(tmp_path_factory):
 def test_recall_shortens_the_second_episode(results, policy):
     _, res = results
     s = res["summary"]
-    assert s[f"{policy}/same/recall"]["success"] == 1.0 and s[f"{policy}/same/no_recall"]["success"] == 1.0
-    assert s[f"{policy}/same/recall"]["spl"] >= s[f"{policy}/same/no_recall"]["spl"] + 0.2
+    assert s[f"{policy}/same/episodic"]["success"] == 1.0 and s[f"{policy}/same/none"]["success"] == 1.0
+    assert s[f"{policy}/same/episodic"]["spl"] >= s[f"{policy}/same/none"]["spl"] + 0.2
     for seed in SEEDS:
         rows = {r["recall"]: r for r in res["episodes"]
                 if r["seed"] == seed and r["scenario"] == "same" and r["policy"] == policy}
@@ -33,7 +33,7 @@ def test_recall_shortens_the_second_episode(results, policy):
 
 def test_the_semantic_policy_beats_nearest_on_a_first_visit(results):
     _, res = results
-    nearest, semantic = res["by_policy"]["nearest"]["no_memory"], res["by_policy"]["semantic"]["no_memory"]
+    nearest, semantic = res["by_policy"]["nearest"]["none"], res["by_policy"]["semantic"]["none"]
     assert nearest["episodes"] == semantic["episodes"] == 3 * len(SEEDS)
     assert semantic["success"] == 1.0 and semantic["spl"] > nearest["spl"] + 0.1
     assert semantic["path_m"] < nearest["path_m"]
@@ -49,9 +49,10 @@ def test_a_moved_target_is_found_although_the_memory_is_stale(results):
 def test_the_report_and_maps_are_written(results):
     out, res = results
     report = (out / "report.md").read_text()
-    assert "| semantic/same/recall |" in report and "| nearest | no memory | 9 |" in report
+    assert "| semantic/same/episodic |" in report and "| nearest | none | 9 |" in report
+    assert set(res["by_policy"]["semantic"]) == {"none", "episodic"}     # no rules learned: no semantic rows
     assert json.loads((out / "results.json").read_text())["summary"] == res["summary"]
-    image = cv2.imread(str(out / "maps" / "s0-semantic-B-same-recall.png"))
+    image = cv2.imread(str(out / "maps" / "s0-semantic-B-same-episodic.png"))
     assert image is not None and image.shape[0] > 100
 
 

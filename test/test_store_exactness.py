@@ -120,3 +120,48 @@ def test_recency_ranking_equals_a_full_scan_for_any_before_and_filter(spread_sto
             assert [h["score"] for h in got] == pytest.approx([s for s, _ in exact], abs=1e-4)   # ties may swap
         else:
             assert len({h["id"] for h in got} & {oid for _, oid in exact}) >= 27
+
+
+def test_recency_winners_past_the_newest_block_and_outside_the_nearest_are_found(tmp_path):
+    """Only the time half of the bound finds these winners (flat index: exact): the
+    NEWEST_BLOCK newest rows are barely similar (scored first); half the winners are just older
+    (one is the block's last row, the rest lie just past it), half two days old and more
+    similar; 200 exact duplicates of the query a month old are nearer than every winner, so the
+    k nearest are all duplicates. A scan that stops after the first block, takes the age bound
+    from any row but the newest one not scored, or puts it too young (from the best score
+    instead of the n-th, a wrong weight) returns old duplicates instead of winners."""
+    from embodied_memory.store.retrieval import NEWEST_BLOCK
+    query, mild_text, n = "blue chair by the office window", "a blue chair in the hall", 10
+    assert 64 * n <= NEWEST_BLOCK            # the first block is NEWEST_BLOCK rows; 4n nearest < 200 duplicates
+    now = T0 + 40 * 24 * HOUR
+    mild = [(now - (i + 1) * (HOUR / NEWEST_BLOCK), mild_text) for i in range(NEWEST_BLOCK - 1)]
+    recent = [(now - HOUR - (j + 1) * 60.0, query + " with a lamp") for j in range(n // 2)]
+    two_days = [(now - (45 + j) * HOUR, query + " today") for j in range(n - n // 2)]
+    filler = [(now - 3 * HOUR - j * 600.0, mild_text) for j in range(1000)]
+    old = [(now - (30 + j / 20) * 24 * HOUR, query) for j in range(200)]
+    rows = mild + recent + two_days + filler + old
+    s = open_store(make_params(tmp_path, "sqlite_faiss", approximate_min_vectors=10**9))
+    try:
+        order = np.random.default_rng(5).permutation(len(rows))       # row ids out of time order
+        s.insert([_obs(int(i), rows[i][0], rows[i][1]) for i in order])
+        assert s._index("text").kind == "flat"
+        times_desc = np.sort([t for t, _ in rows])[::-1]
+        recent_times = {t for t, _ in recent}
+        assert times_desc[NEWEST_BLOCK - 1] in recent_times and times_desc[NEWEST_BLOCK] in recent_times
+        assert not set(times_desc[:NEWEST_BLOCK - 1]) & recent_times
+        q = s.embed_text(query)
+        sim = {text: float(q @ s.embed_text(text)) for text in (mild_text, recent[0][1], two_days[0][1])}
+        assert max(sim.values()) < 1.0 - 1e-3                          # the duplicates are the nearest
+
+        def score(text_sim, hours):
+            return float(s.recency.score(np.array([text_sim]), np.array([hours]))[0])
+        # every winner beats every duplicate and every newest row
+        assert max(score(sim[recent[0][1]], 1 + n / 60), score(sim[two_days[0][1]], 45 + n)) < \
+            min(score(1.0, 30 * 24), score(sim[mild_text], 0))
+        got = s.semantic_observations(query, n=n, now=now)
+        exact = _full_scan(s, query, now, n=n)
+        winners = {f"o{NEWEST_BLOCK - 1 + j}" for j in range(n)}           # recent and two_days
+        assert {h["id"] for h in got} == {oid for _, oid in exact} == winners
+        assert [h["score"] for h in got] == pytest.approx([sc for sc, _ in exact], abs=1e-4)
+    finally:
+        s.close()

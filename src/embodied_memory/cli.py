@@ -242,11 +242,42 @@ def cmd_explore_bench(args) -> int:
         raise ConfigError(f"--policies: comma-separated names of {', '.join(POLICIES)} expected, not {args.policies!r}")
     if "mllm" in policies and not args.llm_base_url:
         raise ConfigError("--policies mllm needs --llm-base-url (an OpenAI-compatible multimodal endpoint)")
+    if args.rules_episodes and not args.llm_base_url:
+        raise ConfigError("--rules-episodes needs --llm-base-url (the model that writes the rules)")
     results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds, policies=policies, llm_base_url=args.llm_base_url,
-                                                       llm_model=args.llm_model), Path(args.out))
+                                                       llm_model=args.llm_model, rules_episodes=args.rules_episodes),
+                                    Path(args.out))
     print(main_summary(results))
     print(f"report: {Path(args.out) / 'report.md'}")
     return 0
+
+
+def cmd_learn_rules(args) -> int:
+    from contextlib import ExitStack
+
+    from .llm.chat_client import ChatClient, LLMConfig
+    from .sim.rule_training import RuleTrainingConfig, learn_rules, summary
+    from .store.memory_store import open_store
+    from .store.params import StoreParams
+    if bool(args.llm_base_url) == bool(args.local_llm):
+        raise ConfigError("learn-rules: give --llm-base-url URL (an OpenAI-compatible endpoint) or --local-llm")
+    try:
+        cfg = RuleTrainingConfig(episodes=args.episodes, first_seed=args.first_seed)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    data_dir = Path(args.data_dir).expanduser()
+    with ExitStack() as stack:
+        url = args.llm_base_url
+        if args.local_llm:
+            from .llm.local_server import LocalLLMServer
+            url = stack.enter_context(LocalLLMServer()).base_url
+        client = ChatClient(LLMConfig(base_url=url, model=args.llm_model, timeout_s=args.llm_timeout_s))
+        store = open_store(StoreParams(data_dir=str(data_dir)))
+        stack.callback(store.close)
+        rows = learn_rules(cfg, store, client)
+    print(summary(rows))
+    print(f"rules are in {data_dir} (the explore node's memory reads them with rules_for)")
+    return 0 if any(r["rules"] for r in rows) else 1
 
 
 def cmd_forget(args) -> int:
@@ -361,8 +392,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", default=",".join(str(v) for v in range(10, 20)),
                    help="comma-separated world seeds (default 10-19: held out from the semantic policy's tuning)")
     p.add_argument("--policies", default="nearest,semantic", help="comma-separated: nearest, semantic, mllm")
-    p.add_argument("--llm-base-url", default="", help="OpenAI-compatible multimodal endpoint (policy mllm)")
+    p.add_argument("--llm-base-url", default="", help="OpenAI-compatible multimodal endpoint (policy mllm, rules)")
     p.add_argument("--llm-model", default="", help="model name at that endpoint")
+    p.add_argument("--rules-episodes", type=int, default=0, help="learn rules from this many training episodes "
+                                                                 "first (seeds 100+) and add the semantic-memory "
+                                                                 "ablation (semantic, both)")
+    p = add("learn-rules", cmd_learn_rules, "HIMM semantic memory: run training episodes in the simulated office "
+                                            "(seeds 100+, never benchmarked), extract if-then / situation-suggestion "
+                                            "/ problem-solution rules with an LLM and store them; stop the stack "
+                                            "that uses --data-dir first")
+    p.add_argument("--episodes", type=int, default=5, help="training episodes")
+    p.add_argument("--first-seed", type=int, default=100, help="first training world seed (100 or more)")
+    p.add_argument("--data-dir", default="~/.local/share/embodied_memory/explore_sim",
+                   help="the memory the rules go to (default: the explore_sim stack's)")
+    p.add_argument("--llm-base-url", default="", help="OpenAI-compatible endpoint that writes the rules")
+    p.add_argument("--llm-model", default="", help="model name at that endpoint")
+    p.add_argument("--llm-timeout-s", type=float, default=120.0, help="seconds per model call")
+    p.add_argument("--local-llm", action="store_true", help="start the bundled llama.cpp server (SmolLM2-135M: "
+                                                            "weak, most of its rules are rejected)")
     p = add("replay", cmd_replay, "play a rosbag2 (sqlite3 or MCAP) into the live topics, with /clock")
     p.add_argument("bag", help="bag directory or .mcap/.db3 file")
     p.add_argument("--rate", default="1", help="1 (real time), N, 'max' (as fast as possible) or 'paced' "

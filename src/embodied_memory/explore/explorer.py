@@ -204,9 +204,9 @@ class Explorer:
         prunes: list[PruneResult] = []
         self.instruction = self.decompose(question or target, target)
         target = self.instruction.target
+        self.rules = rules = self._rules()
         cam = self.env.camera
-        self.policy.start(self.instruction, self.grid, 2 * math.atan2(cam.width / 2, cam.fx))
-        rules = self._rules()
+        self.policy.start(self.instruction, self.grid, 2 * math.atan2(cam.width / 2, cam.fx), rules)
         if self.store is not None:
             self.store.add_episode(Episode(episode_id, self.env.observe().stamp, name=target or question, world=world))
         views = self._look_around(target, p.look_around_views)

@@ -3,7 +3,8 @@
 - ``nearest``: the frontier with the shortest path (plus, with a recalled episode that saw the
   target, the distance to the remembered camera poses).
 - ``semantic``: the offline default for finding things. Every view's description is embedded
-  (MiniLM) and compared with the decomposed instruction (target, related objects and areas);
+  (MiniLM) and compared with the decomposed instruction (target, related objects and areas)
+  and, weakly, with the learned rules for it (a rule that names a place or an object);
   the similarity is painted on the cells the view saw (``value_map``) and a frontier is worth
   its value: cost = path + landmark term - ``value_gain_m`` * value. What was seen near a
   frontier pulls the robot there before it is close enough to recognise the target.
@@ -39,6 +40,7 @@ from .value_map import SemanticValueMap
 log = logging.getLogger(__name__)
 
 POLICIES = ("nearest", "semantic", "mllm")
+RULE_WEIGHT = 0.25        # semantic: a learned rule is a weak query beside the target (weight 1)
 
 
 @dataclass
@@ -87,7 +89,9 @@ class ExplorationPolicy(Protocol):
     name: str
     stats: PolicyStats
 
-    def start(self, instruction: Instruction, grid: OccupancyGrid, hfov: float) -> None: ...
+    def start(self, instruction: Instruction, grid: OccupancyGrid, hfov: float, rules: Sequence[str] = ()) -> None:
+        """A new episode: its instruction, its (empty) map, the camera's horizontal field of view
+        and the learned rules for the instruction."""
 
     def observe(self, view: View) -> None: ...
 
@@ -112,7 +116,7 @@ class NearestPolicy:
         self.landmark_weight = landmark_weight
         self.stats = PolicyStats()
 
-    def start(self, instruction: Instruction, grid: OccupancyGrid, hfov: float) -> None:
+    def start(self, instruction: Instruction, grid: OccupancyGrid, hfov: float, rules: Sequence[str] = ()) -> None:
         pass
 
     def observe(self, view: View) -> None:
@@ -144,8 +148,8 @@ class SemanticPolicy(NearestPolicy):
         self._weights = np.zeros(0, np.float32)
         self.last_scores: list[tuple[int, float]] = []      # (view step, score): for reports and tests
 
-    def start(self, instruction: Instruction, grid: OccupancyGrid, hfov: float) -> None:
-        queries = instruction.queries()
+    def start(self, instruction: Instruction, grid: OccupancyGrid, hfov: float, rules: Sequence[str] = ()) -> None:
+        queries = instruction.queries() + [(rule, RULE_WEIGHT) for rule in rules]
         self._queries = self.embedder.embed([q for q, _ in queries]) if queries else np.zeros((0, 1), np.float32)
         self._weights = np.array([w for _, w in queries], np.float32)
         self._grid, self._hfov = grid, hfov
@@ -234,9 +238,9 @@ class MllmPolicy:
         self.stats = PolicyStats()
         self.last_prompt = ""
 
-    def start(self, instruction: Instruction, grid: OccupancyGrid, hfov: float) -> None:
+    def start(self, instruction: Instruction, grid: OccupancyGrid, hfov: float, rules: Sequence[str] = ()) -> None:
         self.views = []
-        self.fallback.start(instruction, grid, hfov)
+        self.fallback.start(instruction, grid, hfov, rules)
 
     def observe(self, view: View) -> None:
         self.fallback.observe(view)

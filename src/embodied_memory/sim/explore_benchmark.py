@@ -49,8 +49,10 @@ HELD_OUT_SEEDS = tuple(range(10, 20))    # the semantic policy was tuned on seed
 class ExploreBenchConfig:
     seeds: tuple[int, ...] = HELD_OUT_SEEDS
     policies: tuple[str, ...] = ("nearest", "semantic")
-    llm_base_url: str = ""                # for the mllm policy
+    llm_base_url: str = ""                # for the mllm policy and for learning rules
     llm_model: str = ""
+    rules_episodes: int = 0               # > 0: learn rules first (training seeds 100+, needs the endpoint)
+                                          # and add the semantic-memory rows (semantic, both)
     first_start: str = "lobby"
     second_start: str = "corridor_west"
     scenarios: tuple[str, ...] = ("same", "moved")
@@ -93,14 +95,15 @@ class _Run:
         self.cfg, self.store, self.embedder, self.image_dir, self.map_dir = cfg, store, embedder, image_dir, map_dir
         self.text_embedder, self.client = text_embedder, client
 
-    def episode(self, task: SimTask, policy: str, start: str, episode_id: str, recall: bool, write: bool) -> dict:
+    def episode(self, task: SimTask, policy: str, start: str, episode_id: str, recall: bool, write: bool,
+                rules: bool = False) -> dict:
         env = SimExplorationEnv(task, start_pose(start), self.cfg.width, self.cfg.height)
         try:
             params = replace(self.cfg.explorer, use_episodic_memory=recall)
             chooser = make_policy(PolicyConfig(policy, landmark_weight=params.landmark_weight,
                                                max_range=params.grid.max_range), self.text_embedder, self.client)
             explorer = Explorer(env, GroundTruthTargetDetector(env), params,
-                                store=self.store if write else _ReadOnly(self.store), embedder=self.embedder,
+                                store=self.store if write else _ReadOnly(self.store, rules), embedder=self.embedder,
                                 describer=lambda f: ground_truth_description(env, f),
                                 recall=EpisodicRecall(self.store, FeatureMatchVerifier()) if recall else None,
                                 image_dir=self.image_dir if write else None, policy=chooser)
@@ -115,11 +118,12 @@ class _Run:
             cv2.imwrite(str(self.map_dir / f"{episode_id}.png"), image)
             stats = chooser.stats
             return {"episode": episode_id, "policy": policy, "target": task.target, "room": task.target_room,
-                    "start": start, "recall": recall, "success": success, "message": result.message,
+                    "start": start, "recall": recall, "rules": rules, "memory": MEMORIES[(recall, rules)],
+                    "success": success, "message": result.message,
                     "path_m": round(result.path_length_m, 2), "shortest_m": round(shortest, 2),
                     "spl": round(spl(success, result.path_length_m, shortest), 3), "steps": result.steps,
                     "seconds": round(seconds, 2), "model_calls": stats.model_calls, "fallbacks": stats.fallbacks,
-                    "tokens": stats.tokens_in + stats.tokens_out,
+                    "tokens": stats.tokens_in + stats.tokens_out, "rules_given": len(explorer.rules),
                     "i_explore": None if result.recall is None else bool(result.recall.i_explore),
                     "recall_reason": result.recall.reason if result.recall else "",
                     "states": [c.target.value for c in result.meta.changes]}
@@ -127,16 +131,32 @@ class _Run:
             env.close()
 
 
-class _ReadOnly:
-    """The memory as seen by an episode that must not write (recall reads only)."""
+MEMORIES = {(False, False): "none", (True, False): "episodic", (False, True): "semantic", (True, True): "both"}
 
-    def __init__(self, store):
-        self._store = store
+
+class _ReadOnly:
+    """The memory as seen by an episode that must not write (recall reads only); without
+    ``rules`` the semantic memory looks empty."""
+
+    def __init__(self, store, rules: bool = False):
+        self._store, self._rules = store, rules
 
     def __getattr__(self, name):
         if name in ("insert", "add_episode", "save_occupancy_map", "add_rule"):
             return lambda *a, **k: None
+        if name == "rules_for" and not self._rules:
+            return lambda *a, **k: []
         return getattr(self._store, name)
+
+
+class _RuleBank:
+    """Collects the rules the training episodes produce (``learn_rules``' store)."""
+
+    def __init__(self):
+        self.rules = []
+
+    def add_rule(self, rule) -> None:
+        self.rules.append(rule)
 
 
 def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool = True) -> dict:
@@ -149,11 +169,21 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
             raise ValueError("explore-bench: the mllm policy needs --llm-base-url (an OpenAI-compatible endpoint)")
         from ..llm.chat_client import ChatClient, LLMConfig
         client = ChatClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model))
+    if cfg.rules_episodes > 0 and not cfg.llm_base_url:
+        raise ValueError("explore-bench: learning rules needs --llm-base-url (an OpenAI-compatible endpoint)")
     (out_dir / "maps").mkdir(parents=True, exist_ok=True)
     embedder, text_embedder = MobileNetV2Embedder(), MiniLMTextEmbedder()
+    bank, training = _RuleBank(), []
+    if cfg.rules_episodes > 0:
+        from ..llm.chat_client import ChatClient, LLMConfig
+        from .rule_training import RuleTrainingConfig, learn_rules
+        client = client or ChatClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model))
+        training = learn_rules(RuleTrainingConfig(episodes=cfg.rules_episodes, width=cfg.width, height=cfg.height),
+                               bank, client, text_embedder, progress=progress)
+    memories = [(False, False), (True, False)] + ([(False, True), (True, True)] if bank.rules else [])
     rows: list[dict] = []
     t_start = time.perf_counter()
-    bar = progress_bar(total=len(cfg.seeds) * len(cfg.policies) * (1 + 2 * len(cfg.scenarios)),
+    bar = progress_bar(total=len(cfg.seeds) * len(cfg.policies) * (1 + len(memories) * len(cfg.scenarios)),
                        desc="exploration episodes", unit="episode", disable=not progress)
     for seed in cfg.seeds:
         task = make_task(seed)
@@ -165,11 +195,14 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
                 first = run.episode(task, policy, cfg.first_start, f"s{seed}-{policy}-A", recall=False, write=True)
                 rows.append(dict(first, seed=seed, scenario="first"))
                 bar.update(1)
+                for rule in bank.rules:             # learned elsewhere: episode A never saw them
+                    store.add_rule(rule)
                 for scenario in cfg.scenarios:
                     b_task = task if scenario == "same" else moved(task)
-                    for recall in (False, True):
-                        name = f"s{seed}-{policy}-B-{scenario}-{'recall' if recall else 'no_recall'}"
-                        row = run.episode(b_task, policy, cfg.second_start, name, recall=recall, write=False)
+                    for recall, rules in memories:
+                        name = f"s{seed}-{policy}-B-{scenario}-{MEMORIES[(recall, rules)]}"
+                        row = run.episode(b_task, policy, cfg.second_start, name, recall=recall, write=False,
+                                          rules=rules)
                         rows.append(dict(row, seed=seed, scenario=scenario))
                         bar.update(1)
             finally:
@@ -177,6 +210,7 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
     bar.close()
     summary = summarise(rows)
     results = {"config": asdict(cfg), "episodes": rows, "summary": summary, "by_policy": by_policy(rows),
+               "training": training, "rules": [asdict(r) | {"embedding": None} for r in bank.rules],
                "seconds": round(time.perf_counter() - t_start, 1)}
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))
     (out_dir / "report.md").write_text(report(results))
@@ -190,10 +224,10 @@ def moved(task: SimTask) -> SimTask:
 
 
 def run_key(row: dict) -> str:
-    """``policy/first`` or ``policy/scenario/recall|no_recall``."""
+    """``policy/first`` or ``policy/scenario/memory`` (none, episodic, semantic, both)."""
     if row["scenario"] == "first":
         return f"{row['policy']}/first"
-    return f"{row['policy']}/{row['scenario']}/{'recall' if row['recall'] else 'no_recall'}"
+    return f"{row['policy']}/{row['scenario']}/{row['memory']}"
 
 
 def _mean(sel: list[dict]) -> dict:
@@ -210,13 +244,13 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def by_policy(rows: list[dict]) -> dict:
-    """Per policy: the episodes without memory (a first visit: A, and B without recall) and
-    the ones with recall."""
+    """Per policy and memory (HIMM's ablation): ``none`` holds every episode without memory (a
+    first visit: A, and B without recall or rules)."""
     out = {}
     for policy in sorted({r["policy"] for r in rows}):
         mine = [r for r in rows if r["policy"] == policy]
-        out[policy] = {"no_memory": _mean([r for r in mine if not r["recall"]]),
-                       "episodic_recall": _mean([r for r in mine if r["recall"]])}
+        out[policy] = {memory: _mean(sel) for memory in MEMORIES.values()
+                       if (sel := [r for r in mine if r["memory"] == memory])}
     return out
 
 
@@ -242,6 +276,9 @@ def report(results: dict) -> str:
         lines.append(f"| {r['seed']} | {r['policy']} | {r['scenario']} | {r['recall']} | {r['target']} | "
                      f"{r['room']} | {r['success']} | {r['path_m']} | {r['shortest_m']} | {r['spl']} | "
                      f"{r['i_explore']} |")
+    if results.get("rules"):
+        lines += ["", f"Rules learned from {len(results['training'])} training episodes (seeds 100+):", ""]
+        lines += [f"- {r['kind']} ({r['key']}): if {r['condition']} then {r['action']}" for r in results["rules"]]
     lines += ["", f"Total time: {results['seconds']} s"]
     return "\n".join(lines) + "\n"
 
@@ -250,6 +287,6 @@ def main_summary(results: dict) -> str:
     out = []
     for policy, parts in results["by_policy"].items():
         for memory, v in parts.items():
-            out.append(f"{policy:>9} {memory:>16}: SPL {v['spl']:.3f}  success {v['success']:.2f}  "
+            out.append(f"{policy:>9} {memory:>9}: SPL {v['spl']:.3f}  success {v['success']:.2f}  "
                        f"path {v['path_m']} m  ({v['episodes']} episodes)")
     return "\n".join(out)
