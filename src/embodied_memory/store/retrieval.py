@@ -23,6 +23,7 @@ from ..types import as_vector
 from .errors import InvalidArgumentError, StoreError, UnknownPersonError
 from .records import _unit
 from .tool_registry import OBSERVATION, SIGHTING, query_tool
+from .vector_index import CannotScoreIds
 
 log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
 
@@ -115,6 +116,8 @@ class RetrievalMixin:
         counts from."""
         if use_recency and now is None:
             raise StoreError("recency ranking needs the question time (now)")
+        if n <= 0:
+            return []
         index = self._index(kind)
         query_vec = _unit(np.asarray(query_vec, dtype=np.float32))
         if query_vec.shape != (index.dim,):
@@ -122,13 +125,16 @@ class RetrievalMixin:
         total = index.count() if subset is None else len(subset)
         if total == 0:
             return []
-        if subset is not None and getattr(index, "scores_filter_by_id", lambda size: False)(len(subset)):
-            sims = index.score_ids(query_vec, subset)          # every row of the filter, exactly
-            held = np.isfinite(sims)
-            return self._best_of(subset[held], sims[held], n, before=before, now=now,
-                                 use_recency=use_recency, accept=accept)
-        if use_recency and subset is None and getattr(index, "scores_ids", False):
-            return self._ranked_newest_first(index, query_vec, n, before=before, now=now, accept=accept)
+        try:      # the index may have become IVF since the check (a snapshot swapped it): then search
+            if subset is not None and getattr(index, "scores_filter_by_id", lambda size: False)(len(subset)):
+                sims = index.score_ids(query_vec, subset)          # every row of the filter, exactly
+                held = np.isfinite(sims)
+                return self._best_of(subset[held], sims[held], n, before=before, now=now,
+                                     use_recency=use_recency, accept=accept)
+            if use_recency and subset is None and getattr(index, "scores_ids", False):
+                return self._ranked_newest_first(index, query_vec, n, before=before, now=now, accept=accept)
+        except CannotScoreIds:
+            pass
         least_penalty = 0.0
         if use_recency and len(self._time_vals):
             newest = float(self._time_vals.max()) if before is None else min(before, float(self._time_vals.max()))
@@ -170,6 +176,7 @@ class RetrievalMixin:
         if len(ids_desc) == 0:
             return []
         k, limit = min(index.count(), 4 * n), min(index.count(), index.max_k)   # a graph's ef >= 128 anyway
+        graph = getattr(index, "kind", "flat") != "flat"
         near_ids, near_sims = index.search(query_vec, k)
         end, scored_to = min(len(ids_desc), max(NEWEST_BLOCK, 64 * n)), 0
         new_ids, new_sims = np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -183,13 +190,16 @@ class RetrievalMixin:
             best = self._best_of(np.concatenate([new_ids, near_ids[extra]]),
                                  np.concatenate([new_sims, near_sims[extra]]), n,
                                  before=before, now=now, use_recency=True, accept=accept)
-            all_near = len(near_ids) < k or k >= index.count()      # every row is among the nearest
+            # every row is among the nearest (a graph may return fewer than k while rows are masked)
+            all_near = k >= index.count() or (len(near_ids) < k and not graph)
             if scored_to >= len(ids_desc) or all_near:
                 return best
             if len(best) < n:                          # the filters left too few: more of the newest
                 end = min(len(ids_desc), 4 * end)
                 continue
-            s_k = float(near_sims[-1])
+            s_k = float(near_sims[-1]) if len(near_sims) else 1.0
+            if graph:     # a graph's k-th is no bound (a search trapped among duplicates): the best seen is
+                s_k = max(s_k, float(new_sims.max()) if len(new_sims) else 1.0)
             needed = best[-1][0] - self.recency.weight_cos * (1.0 - s_k)   # the penalty that ties the n-th
             oldest_that_can_win = now - 3600.0 * self.recency.hours_for_penalty(needed)
             if times_desc[scored_to] < oldest_that_can_win:

@@ -39,6 +39,10 @@ from .stored_vectors import StoredVectors
 log = logging.getLogger(__name__)
 
 
+class CannotScoreIds(TypeError):
+    """The index (IVF, or one that became IVF since the caller checked) holds no rows to score by id."""
+
+
 class VectorIndex(Protocol):
     dim: int
     candidates: int  # how many nearest neighbours a ranked query fetches first for re-scoring
@@ -256,7 +260,7 @@ class FaissVectorIndex:
         fresh = self._new_approximate(ids, vecs)
         with self._lock:
             ids_now, vecs_now = self._held_vectors()
-            self._index = fresh
+            self._index, self._flat_stored = fresh, None      # the flat index's id map goes with it
             gone = ids[~np.isin(ids, ids_now)]
             if len(gone):
                 self._index.remove_ids(gone)
@@ -362,7 +366,7 @@ class FaissVectorIndex:
             if self.kind == "hnsw":
                 return self._index.score_ids(query, ids)
             if self.kind != "flat":
-                raise TypeError(f"{self.path.stem}: an {self.kind.upper()} index cannot score rows by id")
+                raise CannotScoreIds(f"{self.path.stem}: an {self.kind.upper()} index cannot score rows by id")
             if self._flat_stored is None or self._flat_stored.index is not self._index:
                 self._flat_stored = StoredVectors(self._faiss, self._index)
             return self._flat_stored.score(query, ids)[0]
