@@ -165,3 +165,27 @@ def test_recency_winners_past_the_newest_block_and_outside_the_nearest_are_found
         assert [h["score"] for h in got] == pytest.approx([sc for sc, _ in exact], abs=1e-4)
     finally:
         s.close()
+
+
+def test_a_graph_trapped_among_duplicates_still_ranks_exactly(tmp_path):
+    """HNSW: thousands of identical mild rows trap the graph's search (its k nearest are all of
+    them), so its k-th similarity bounds nothing; the recent winners and the old exact copies
+    must still be ranked as a full scan ranks them."""
+    from embodied_memory.store.retrieval import NEWEST_BLOCK
+    query, n = "blue chair by the office window", 10
+    now = T0 + 40 * 24 * HOUR
+    rows = ([(now - (i + 1) * (HOUR / NEWEST_BLOCK), "a blue chair in the hall") for i in range(NEWEST_BLOCK - 1)]
+            + [(now - HOUR - (j + 1) * 60.0, "blue chair by the office window with a lamp") for j in range(n)]
+            + [(now - 3 * HOUR - j * 600.0, "a blue chair in the hall") for j in range(1000)]
+            + [(now - (30 + j / 20) * 24 * HOUR, query) for j in range(200)])
+    order = np.random.default_rng(5).permutation(len(rows))
+    s = open_store(make_params(tmp_path, "sqlite_faiss", approximate_min_vectors=4000))
+    try:
+        s.insert([_obs(int(i), rows[i][0], rows[i][1]) for i in order])
+        s.warm_up()
+        s.checkpoint()
+        assert s._index("text").kind == "hnsw"
+        got = [h["id"] for h in s.semantic_observations(query, n=n, now=now)]
+        assert got == [o for _, o in _full_scan(s, query, now, n=n)]
+    finally:
+        s.close()
