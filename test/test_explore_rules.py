@@ -137,3 +137,12 @@ def test_the_ablation_gives_learned_rules_to_the_semantic_and_both_runs(tmp_path
     assert set(res["by_policy"]["semantic"]) == {"none", "episodic", "semantic", "both"}
     report = (tmp_path / "report.md").read_text()
     assert "| semantic | both | 1 |" in report and "enter the room before following a long corridor" in report
+
+
+def test_a_bench_where_the_model_never_decided_is_flagged():
+    from embodied_memory.sim.explore_benchmark import model_never_decided
+    def res(*calls):
+        return {"episodes": [{"model_calls": c, "fallbacks": f} for c, f in calls]}
+    assert model_never_decided(res((0, 0), (5, 5), (3, 3)))          # every mllm decision fell back
+    assert not model_never_decided(res((5, 5), (3, 2)))              # the model decided once
+    assert not model_never_decided(res((0, 0)))                      # no model in the run

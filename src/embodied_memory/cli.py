@@ -231,7 +231,7 @@ def cmd_demo(args) -> int:
 
 def cmd_explore_bench(args) -> int:
     from .explore.policies import POLICIES
-    from .sim.explore_benchmark import ExploreBenchConfig, main_summary, run_explore_benchmark
+    from .sim.explore_benchmark import ExploreBenchConfig, main_summary, model_never_decided, run_explore_benchmark
     try:
         seeds = tuple(int(v) for v in args.seeds.split(","))
     except ValueError as exc:
@@ -249,6 +249,10 @@ def cmd_explore_bench(args) -> int:
                                     Path(args.out))
     print(main_summary(results))
     print(f"report: {Path(args.out) / 'report.md'}")
+    if model_never_decided(results):
+        print("the model never decided (every mllm decision fell back to semantic): check --llm-base-url",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -260,7 +264,8 @@ def cmd_learn_rules(args) -> int:
     from .store.memory_store import open_store
     from .store.params import StoreParams
     if bool(args.llm_base_url) == bool(args.local_llm):
-        raise ConfigError("learn-rules: give --llm-base-url URL (an OpenAI-compatible endpoint) or --local-llm")
+        raise ConfigError("learn-rules: give one of --llm-base-url URL (an OpenAI-compatible endpoint) and "
+                          "--local-llm")
     try:
         cfg = RuleTrainingConfig(episodes=args.episodes, first_seed=args.first_seed)
     except ValueError as exc:
@@ -276,8 +281,11 @@ def cmd_learn_rules(args) -> int:
         stack.callback(store.close)
         rows = learn_rules(cfg, store, client)
     print(summary(rows))
-    print(f"rules are in {data_dir} (the explore node's memory reads them with rules_for)")
-    return 0 if any(r["rules"] for r in rows) else 1
+    if not any(r["rules"] for r in rows):
+        print("no rules were stored", file=sys.stderr)
+        return 1
+    print(f"rules stored in the memory at {data_dir} (the explore node's planner reads them from there)")
+    return 0
 
 
 def cmd_forget(args) -> int:

@@ -235,7 +235,8 @@ def _mean(sel: list[dict]) -> dict:
             "spl": round(statistics.mean(r["spl"] for r in sel), 3),
             "path_m": round(statistics.mean(r["path_m"] for r in sel), 1),
             "shortest_m": round(statistics.mean(r["shortest_m"] for r in sel), 1),
-            "tokens": round(statistics.mean(r.get("tokens", 0) for r in sel))}
+            "tokens": round(statistics.mean(r.get("tokens", 0) for r in sel)),
+            "model_calls": sum(r.get("model_calls", 0) for r in sel), "fallbacks": sum(r.get("fallbacks", 0) for r in sel)}
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -260,12 +261,13 @@ def report(results: dict) -> str:
              "simulator's truth; recall: MobileNetV2 image embeddings, ORB + RANSAC place verification, MiniLM "
              "target query; semantic policy: MiniLM similarity of the views' descriptions to the instruction.", "",
              f"Seeds: {', '.join(str(s) for s in results['config']['seeds'])}.", "",
-             "| policy | memory | episodes | success | SPL | mean path (m) | mean shortest (m) | tokens/episode |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| policy | memory | episodes | success | SPL | mean path (m) | mean shortest (m) | tokens/episode | "
+             "model calls (fallbacks) |", "|---|---|---|---|---|---|---|---|---|"]
     for policy, parts in results["by_policy"].items():
         for memory, s in parts.items():
             lines.append(f"| {policy} | {memory.replace('_', ' ')} | {s['episodes']} | {s['success']:.2f} | "
-                         f"{s['spl']:.3f} | {s['path_m']} | {s['shortest_m']} | {s['tokens']} |")
+                         f"{s['spl']:.3f} | {s['path_m']} | {s['shortest_m']} | {s['tokens']} | "
+                         f"{s['model_calls']} ({s['fallbacks']}) |")
     lines += ["", "| run | episodes | success | SPL | mean path (m) | mean shortest (m) |", "|---|---|---|---|---|---|"]
     for key, s in results["summary"].items():
         lines.append(f"| {key} | {s['episodes']} | {s['success']:.2f} | {s['spl']:.3f} | {s['path_m']} | "
@@ -283,10 +285,18 @@ def report(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def model_never_decided(results: dict) -> bool:
+    """Every mllm decision fell back (a dead or unusable endpoint): the mllm rows are semantic's."""
+    calls = [r for r in results["episodes"] if r.get("model_calls")]
+    return bool(calls) and all(r["fallbacks"] >= r["model_calls"] for r in calls)
+
+
 def main_summary(results: dict) -> str:
     out = []
     for policy, parts in results["by_policy"].items():
         for memory, v in parts.items():
             out.append(f"{policy:>9} {memory:>9}: SPL {v['spl']:.3f}  success {v['success']:.2f}  "
-                       f"path {v['path_m']} m  ({v['episodes']} episodes)")
+                       f"path {v['path_m']} m  ({v['episodes']} episodes"
+                       + (f", {v['model_calls']} model calls, {v['fallbacks']} fell back" if v["model_calls"] else "")
+                       + ")")
     return "\n".join(out)

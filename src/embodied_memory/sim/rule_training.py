@@ -86,5 +86,5 @@ def summary(rows: list[dict]) -> str:
     lines = [f"seed {r['seed']}: {r['target']} in the {r['room']}, {r['steps']} steps, {r['path_m']} m -> "
              f"{r['rules']} rules stored, {r['rejected']} rejected" + (f" ({r['error']})" if r["error"] else "")
              for r in rows]
-    lines.append(f"{sum(r['rules'] for r in rows)} rules from {len(rows)} episodes")
+    lines.append(f"{sum(r['rules'] for r in rows)} rules from {len(rows)} episode{'s' if len(rows) != 1 else ''}")
     return "\n".join(lines)
