@@ -112,6 +112,8 @@ def test_semantic_looks_closer_where_the_target_was_described_and_no_frontier_le
     ("Is there a traffic cone near the meeting room?", "traffic cone", "meeting room"),
     ("Can you please look for my rubber duck now", "rubber duck", None),
     ("barrel", "barrel", None),
+    ("Is there a red box here?", "red box", None),
+    ("How many chairs are in the kitchen?", "chairs", "kitchen"),
 ])
 def test_decomposition_reads_the_target_and_the_place_from_the_words(text, target, area):
     ins = decompose(text)
@@ -144,7 +146,7 @@ def _mllm(url, minilm, **kw):
     return MllmPolicy(ChatClient(LLMConfig(base_url=url, model="m", timeout_s=5)), SemanticPolicy(minilm), **kw)
 
 
-def _mllm_context(policy, grid, robot, ins, views=((math.pi / 2, RED_BOX), (0.0, BLANK))):
+def _mllm_context(policy, grid, robot, ins, views=((math.pi / 2, RED_BOX), (0.0, BLANK)), question=True):
     policy.start(ins, grid, HFOV)
     x, y = grid.to_world(*robot)
     for k, (yaw, text) in enumerate(views):
@@ -152,7 +154,26 @@ def _mllm_context(policy, grid, robot, ins, views=((math.pi / 2, RED_BOX), (0.0,
     ctx = context(grid, robot, ins)
     ctx.rules = ["If the target is a box, then check the rooms off the corridor first."]
     ctx.landmarks = [(1.0, 2.0, 0.0)]
+    ctx.question = question
     return ctx
+
+
+def test_a_fallback_keeps_the_look_closer_goal_and_ready_needs_a_question(minilm):
+    v = np.full((60, 60), OCCUPIED, np.int8)
+    v[1:59, 1:59] = FREE
+    grid = grid_of(v)
+    grid.searched[:, :20] = True
+    ins = decompose("find the red box")
+    policy = _mllm("http://127.0.0.1:9/v1", minilm)
+    policy.start(ins, grid, HFOV)
+    for yaw, text in ((0.0, RED_BOX), (math.pi, BLANK), (math.pi / 2, BLANK)):
+        policy.observe(View(Pose(1.05, 3.05, 1.0, yaw), text, None, 1))
+    decision = policy.choose(context(grid, (30, 10), ins))
+    assert decision.goal is not None and "look closer" in decision.reason and "model fallback" in decision.reason
+    with ScriptedLLM([content('{"action": "ready", "reason": "done"}')]) as llm:
+        policy = _mllm(llm.base_url, minilm)
+        decision = policy.choose(_mllm_context(policy, two_doors(), (13, 22), ins, question=False))
+    assert not decision.ready and decision.frontier is not None and "no question" in decision.reason
 
 
 def test_mllm_policy_sends_the_map_views_instruction_and_rules_and_follows_a_valid_choice(minilm):
@@ -241,7 +262,7 @@ def test_the_model_gets_the_learned_rules_and_saying_ready_ends_the_episode(mini
     assert result.success and result.message == "ready to answer: nothing more to see"
     assert len(requests) == 1 and result.log[-1].action == "ready to answer"
     text = " ".join(p["text"] for p in requests[0]["messages"][0]["content"] if p["type"] == "text")
-    assert f"target: {task.target}" in text                  # the question was decomposed, not used as the target
+    assert f"target: {task.target};" in text                 # the question was decomposed, not used as the target
     assert (f"if-then (choose_frontier): if looking for a {task.target} then check the rooms along the corridor"
             in text)
 

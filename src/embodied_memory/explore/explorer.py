@@ -205,6 +205,8 @@ class Explorer:
         self.instruction = self.decompose(question or target, target)
         target = self.instruction.target
         self.rules = rules = self._rules()
+        if getattr(self.env, "camera", None) is None:     # a robot knows its camera from the first frame
+            self.env.observe()
         cam = self.env.camera
         self.policy.start(self.instruction, self.grid, 2 * math.atan2(cam.width / 2, cam.fx), rules)
         if self.store is not None:
@@ -281,7 +283,7 @@ class Explorer:
             if goal is None:
                 landmarks = recall.landmarks if recall is not None and not recall.i_explore else ()
                 decision = self.policy.choose(PolicyContext(self.grid, paths, candidates, pose, self.instruction,
-                                                            landmarks, rules, self.step))
+                                                            landmarks, rules, self.step, bool(question)))
                 if decision.ready:
                     self.log.append(ExecutionStep(self.step, self.meta.state.value, pose.x, pose.y, pose.yaw,
                                                   "ready to answer", decision.reason))

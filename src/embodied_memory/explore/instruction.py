@@ -28,7 +28,8 @@ _LEADING = re.compile(
     r"how many|which room (?:has|is)|bring me)\s+", re.I)
 _ARTICLES = re.compile(r"^(?:the|a|an|any|some|my|our)\s+", re.I)
 _PLACE = re.compile(r"\s+(?:in|inside|near|next to|by|at|on) (?:the |a |an )?([a-z][a-z _-]*)$", re.I)
-_TRAILING = re.compile(r"(?:\s+(?:now|today|please|right now|again))+$", re.I)
+_TRAILING = re.compile(r"(?:\s+(?:now|today|please|right now|again|here|there|around|nearby|anywhere))+$", re.I)
+_COPULA = re.compile(r"\s+(?:is|are|was|were|be)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ def decompose(text: str, target: str = "") -> Instruction:
     if place:
         areas.append(Related(place.group(1).strip()[:MAX_PHRASE_CHARS], 1))
         core = core[:place.start()]
+    core = _COPULA.sub("", _TRAILING.sub("", core))
     while _ARTICLES.match(core):
         core = _ARTICLES.sub("", core, count=1)
     found = core.strip().lower()[:MAX_PHRASE_CHARS]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Protocol, Sequence
 
 import numpy as np
@@ -61,6 +61,7 @@ class PolicyContext:
     landmarks: Sequence[tuple[float, float, float]] = ()   # recalled camera poses that saw the target
     rules: Sequence[str] = ()             # learned rules for similar instructions (semantic memory)
     step: int = 0
+    question: bool = False                # the goal is a question: "ready to answer" may end it
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,8 @@ class MllmPolicy:
                 continue
             reason = " ".join(str(value.get("reason", "")).split())[:200]
             if value["action"] == "ready":
+                if not ctx.question:         # a target to reach: only reaching it ends the episode
+                    return self._fall_back(ctx, "'ready to answer' for a goal that is no question")
                 return Decision(None, True, reason or "the model is ready to answer")
             chosen = value.get("frontier")
             if isinstance(chosen, int) and not isinstance(chosen, bool) and chosen in by_id:
@@ -297,7 +300,7 @@ class MllmPolicy:
         self.stats.fallbacks += 1
         log.warning("exploration planner: %s; the %s policy decides", why, self.fallback.name)
         d = self.fallback.choose(ctx)
-        return Decision(d.frontier, d.ready, f"{self.fallback.name} (model fallback: {why[:80]}): {d.reason}")
+        return replace(d, reason=f"{self.fallback.name} (model fallback: {why[:80]}): {d.reason}")
 
 
 @dataclass(frozen=True)
