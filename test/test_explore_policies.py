@@ -235,6 +235,9 @@ def test_make_policy_names_the_setting_when_it_cannot_build_one(minilm):
         make_policy(PolicyConfig("random"))
     with pytest.raises(ValueError, match="llm_base_url"):
         make_policy(PolicyConfig("mllm"), minilm)
+    for bad in ({"max_views": 0}, {"value_gain_m": -1.0}, {"max_range": 0.0}):
+        with pytest.raises(ValueError, match="max_views 1-16"):
+            PolicyConfig("semantic", **bad)
 
 
 def test_the_model_gets_the_learned_rules_and_saying_ready_ends_the_episode(minilm, tmp_path):

@@ -313,6 +313,12 @@ class PolicyConfig:
     max_range: float = 6.0
     send_images: bool = True              # mllm: False for a text-only model (map and views as text)
 
+    def __post_init__(self):
+        if not (self.value_gain_m >= 0 and self.look_closer_margin >= 0 and self.landmark_weight >= 0
+                and self.max_range > 0 and 1 <= self.max_views <= 16):
+            raise ValueError("exploration policy: value_gain_m, look_closer_margin and landmark_weight must be >= 0, "
+                             "max_range > 0 and max_views 1-16")
+
 
 def make_policy(cfg: PolicyConfig, text_embedder=None, client=None) -> ExplorationPolicy:
     """The policy ``cfg.name`` names; a missing model or embedder is a clear error."""
