@@ -82,6 +82,11 @@ class ExplorerParams:
     rules_top_k: int = 3                   # semantic memory rules given to the planner
     grid: GridParams = GridParams()
 
+    @property
+    def reached_within_m(self) -> float:
+        """An episode that ends this close to the target has reached it."""
+        return self.approach_radius_m + 0.5
+
 
 @dataclass
 class ExplorationResult:
@@ -261,7 +266,7 @@ class Explorer:
                 continue
             if state == S.CHECK_READY_TO_ANSWER:
                 _, seen, _ = self._view(target, "check ready to answer")
-                near = seen is not None and math.hypot(seen[0] - pose.x, seen[1] - pose.y) <= p.approach_radius_m + 0.5
+                near = seen is not None and math.hypot(seen[0] - pose.x, seen[1] - pose.y) <= p.reached_within_m
                 answered = bool(question) and self.ready_to_answer is not None and self.ready_to_answer(question)
                 if near or answered:
                     success, message = True, ("target reached" if near else "the memory answers the question")

@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 POLICIES = ("nearest", "semantic", "mllm")
 RULE_WEIGHT = 0.25        # semantic: a learned rule is a weak query beside the target (weight 1)
+VALUE_GAIN_M = 60.0       # semantic: metres of path one unit of value is worth (tuned on seeds 0-9)
+LOOK_CLOSER_MARGIN = 0.25  # semantic: value above the episode's median view that makes a place a goal (seeds 0-9)
+MAX_VIEWS = 4             # mllm: the latest views sent with each decision
 
 
 @dataclass
@@ -138,8 +141,8 @@ class NearestPolicy:
 class SemanticPolicy(NearestPolicy):
     name = "semantic"
 
-    def __init__(self, text_embedder, value_gain_m: float = 60.0, landmark_weight: float = 1.0,
-                 max_range: float = 6.0, look_closer_margin: float = 0.25):
+    def __init__(self, text_embedder, value_gain_m: float = VALUE_GAIN_M, landmark_weight: float = 1.0,
+                 max_range: float = 6.0, look_closer_margin: float = LOOK_CLOSER_MARGIN):
         super().__init__(landmark_weight)
         self.embedder, self.value_gain_m, self.max_range = text_embedder, value_gain_m, max_range
         self.look_closer_margin = look_closer_margin
@@ -231,7 +234,7 @@ class MllmPolicy:
 
     name = "mllm"
 
-    def __init__(self, client, fallback: ExplorationPolicy, max_views: int = 4, map_scale: int = 3,
+    def __init__(self, client, fallback: ExplorationPolicy, max_views: int = MAX_VIEWS, map_scale: int = 3,
                  send_images: bool = True):
         self.client, self.fallback = client, fallback
         self.max_views, self.map_scale, self.send_images = max_views, map_scale, send_images
@@ -258,8 +261,8 @@ class MllmPolicy:
             frontiers="; ".join(f"{f.frontier_id}: ({f.x:.1f}, {f.y:.1f}), {ctx.paths.dist[f.cell]:.1f} m away"
                                 for f in options) or "none",
             legend=_MAP_LEGEND if self.send_images else "", x=ctx.robot.x, y=ctx.robot.y,
-            landmarks=("Earlier episodes saw the target from: " + "; ".join(f"({x:.1f}, {y:.1f})" for x, y, _ in
-                                                                           ctx.landmarks) + "\n") if ctx.landmarks else "",
+            landmarks=("Earlier episodes saw the target from: "
+                       + "; ".join(f"({x:.1f}, {y:.1f})" for x, y, _ in ctx.landmarks) + "\n") if ctx.landmarks else "",
             images=" (the map image first, then one image per view)" if self.send_images else "",
             views="".join(f"- step {v.step} at ({v.pose.x:.1f}, {v.pose.y:.1f}) facing {math.degrees(v.pose.yaw):.0f} "
                           f"deg: {v.description or 'no description'}\n" for v in self.views) or "- none\n")
@@ -306,10 +309,10 @@ class MllmPolicy:
 @dataclass(frozen=True)
 class PolicyConfig:
     name: str = "semantic"
-    value_gain_m: float = 60.0
-    look_closer_margin: float = 0.25
+    value_gain_m: float = VALUE_GAIN_M
+    look_closer_margin: float = LOOK_CLOSER_MARGIN
     landmark_weight: float = 1.0
-    max_views: int = 4
+    max_views: int = MAX_VIEWS
     max_range: float = 6.0
     send_images: bool = True              # mllm: False for a text-only model (map and views as text)
 

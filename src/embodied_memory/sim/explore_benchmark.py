@@ -80,7 +80,7 @@ def reached(env: SimExplorationEnv, result: ExplorationResult, params: ExplorerP
     """Success on the simulator's truth (scoring only): the episode ended near the target."""
     tx, ty = env.target_position()
     p = result.final_pose
-    return bool(result.success) and float(np.hypot(tx - p.x, ty - p.y)) <= params.approach_radius_m + 0.5
+    return bool(result.success) and float(np.hypot(tx - p.x, ty - p.y)) <= params.reached_within_m
 
 
 def spl(success: bool, path_m: float, shortest: float) -> float:
@@ -236,7 +236,8 @@ def _mean(sel: list[dict]) -> dict:
             "path_m": round(statistics.mean(r["path_m"] for r in sel), 1),
             "shortest_m": round(statistics.mean(r["shortest_m"] for r in sel), 1),
             "tokens": round(statistics.mean(r.get("tokens", 0) for r in sel)),
-            "model_calls": sum(r.get("model_calls", 0) for r in sel), "fallbacks": sum(r.get("fallbacks", 0) for r in sel)}
+            "model_calls": sum(r.get("model_calls", 0) for r in sel),
+            "fallbacks": sum(r.get("fallbacks", 0) for r in sel)}
 
 
 def summarise(rows: list[dict]) -> dict:
