@@ -189,3 +189,18 @@ def test_a_graph_trapped_among_duplicates_still_ranks_exactly(tmp_path):
         assert got == [o for _, o in _full_scan(s, query, now, n=n)]
     finally:
         s.close()
+
+
+def test_the_running_best_keeps_ties_newer_first_and_counts_a_row_once():
+    """The incremental ranking's running best (retrieval._top): every row tied with the m-th
+    score competes (none dropped by where a partition cut), newer first among equals, and a row
+    found both among the newest and among the nearest counts once."""
+    from embodied_memory.store.retrieval import _top
+    ids = np.array([5, 6, 7, 8, 9, 5], np.int64)
+    scores = np.array([0.3, 0.1, 0.3, 0.3, 0.2, 0.3])
+    times = np.array([50.0, 60.0, 70.0, 40.0, 90.0, 50.0])
+    top_ids, top_scores, _ = _top(ids, scores, times, 3, unique=True)
+    assert top_ids.tolist() == [6, 9, 7]              # 0.1, 0.2, then the newest of the three 0.3s
+    assert top_scores.tolist() == [0.1, 0.2, 0.3]
+    assert _top(ids, scores, times, 6, unique=True)[0].tolist() == [6, 9, 7, 5, 8]   # 5 once
+    assert _top(ids[:0], scores[:0], times[:0], 3)[0].size == 0
