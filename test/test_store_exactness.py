@@ -204,3 +204,24 @@ def test_the_running_best_keeps_ties_newer_first_and_counts_a_row_once():
     assert top_scores.tolist() == [0.1, 0.2, 0.3]
     assert _top(ids, scores, times, 6, unique=True)[0].tolist() == [6, 9, 7, 5, 8]   # 5 once
     assert _top(ids[:0], scores[:0], times[:0], 3)[0].size == 0
+
+
+def test_rows_deleted_while_a_query_ranks_them_are_replaced_by_the_next_best(tmp_path):
+    """A delete commits in SQLite before the vector index and the time table drop its rows: a
+    query in that window ranks rows it cannot read. It must still return n rows, the exact best
+    of those left (the deleted rows' scores set no bound)."""
+    s = open_store(make_params(tmp_path, "sqlite_faiss"))
+    rng = np.random.default_rng(1)
+    s.insert([_obs(i, T0 + i * 60.0, " ".join(rng.choice(WORDS, 4))) for i in range(300)])
+    now, query = T0 + 301 * 60.0, "red mug kitchen"
+    top = [h["id"] for h in s.semantic_observations(query, n=10, now=now)]
+    with s._transaction() as tx:           # the SQL half of a delete; the index still holds the rows
+        tx.execute(f"DELETE FROM observations WHERE observation_id IN ({','.join('?' * 8)})", top[:8])
+    got = [(h["id"], h["score"]) for h in s.semantic_observations(query, n=10, now=now)]
+    q = s.embed_text(query)
+    scored = sorted((float(s.recency.score(np.array([np.dot(q, np.frombuffer(blob, np.float32))]),
+                                           np.array([(now - t) / 3600.0]))[0]), oid)
+                    for oid, t, blob in s._conn().execute("SELECT observation_id, t, text_emb FROM observations"))
+    assert [oid for oid, _ in got] == [oid for _, oid in scored[:10]]
+    assert not set(top[:8]) & {oid for oid, _ in got}
+    s.close()

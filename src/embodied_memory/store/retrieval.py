@@ -174,7 +174,21 @@ class RetrievalMixin:
 
     def _ranked_newest_first(self, index, query_vec: np.ndarray, n: int, *, before: Optional[float],
                              now: float) -> list[tuple[float, sqlite3.Row]]:
-        """Recency ranking for an index that scores rows by id (flat, HNSW), bounded two ways
+        """``_newest_first_scan``'s best rows, read once. A row deleted after the scan ranked it
+        (a delete commits in SQLite before the indexes and the time table drop the row) is left
+        out and the scan runs again without it: its score may have set the bound."""
+        gone = np.zeros(0, np.int64)
+        while True:
+            best_ids, best_scores = self._newest_first_scan(index, query_vec, n, before=before, now=now, gone=gone)
+            rows = self._rows_by_id(best_ids)
+            missing = np.array([i for i in best_ids.tolist() if i not in rows], np.int64)
+            if not len(missing):
+                return [(float(score), rows[int(i)]) for i, score in zip(best_ids, best_scores)]
+            gone = np.concatenate([gone, missing])
+
+    def _newest_first_scan(self, index, query_vec: np.ndarray, n: int, *, before: Optional[float], now: float,
+                           gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row ids, scores) of the n best, best first, leaving out the rows ``gone``. Recency ranking for an index that scores rows by id (flat, HNSW), bounded two ways
         (Fagin's threshold algorithm over time and similarity): the newest rows (up to
         ``before``) are scored exactly from the index's vectors, beside the index's k nearest by
         cosine. A row in neither is older than every row scored and less similar than the k-th
@@ -186,23 +200,22 @@ class RetrievalMixin:
         decides) k grows fourfold instead. The newest rows come NEWEST_BLOCK at a time, more
         while fewer than n are held (masked rows). Near-duplicates cost nothing either way.
         Each round scores only the rows it adds (their times are the newest-first table's) and
-        keeps a running best; rows are read once, for the result."""
+        keeps a running best; no row is read."""
         ids_desc, times_desc = self._newest_first.order(self._time_ids, self._time_vals, self._times_version)
         if before is not None:
             start = int(np.searchsorted(-times_desc, -before, side="left"))   # the first at or before it
             ids_desc, times_desc = ids_desc[start:], times_desc[start:]
         if len(ids_desc) == 0:
-            return []
-        keep = n + 4                                   # a margin for rows deleted before they are read
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
         k, limit = min(index.count(), 4 * n), min(index.count(), index.max_k)   # a graph's ef >= 128 anyway
         graph = getattr(index, "kind", "flat") != "flat"
 
         def nearest(k: int) -> tuple[np.ndarray, np.ndarray, tuple]:
             near_ids, near_sims = index.search(query_vec, k)
             times, known = self._times_of(near_ids)
-            held = known & ((times <= before) if before is not None else True)
+            held = known & ((times <= before) if before is not None else True) & ~np.isin(near_ids, gone)
             scores = self.recency.score(near_sims[held], (now - times[held]) / 3600.0)
-            return near_ids, near_sims, _top(near_ids[held], scores, times[held], keep)
+            return near_ids, near_sims, _top(near_ids[held], scores, times[held], n)
 
         near_ids, near_sims, near_best = nearest(k)
         end, scored_to = min(len(ids_desc), max(NEWEST_BLOCK, 64 * n)), 0
@@ -211,16 +224,16 @@ class RetrievalMixin:
         while True:
             chunk = slice(scored_to, end)              # only the rows not scored yet
             sims = index.score_ids(query_vec, ids_desc[chunk])
-            held = np.isfinite(sims)
+            held = np.isfinite(sims) & ~np.isin(ids_desc[chunk], gone)
             if held.any():
                 newest_max_sim = max(newest_max_sim, float(sims[held].max()))
                 times = times_desc[chunk][held]
                 scores = self.recency.score(sims[held], (now - times) / 3600.0)
                 newest_best = _top(*(np.concatenate([a, b]) for a, b in
-                                     zip(newest_best, (ids_desc[chunk][held], scores, times))), keep)
+                                     zip(newest_best, (ids_desc[chunk][held], scores, times))), n)
             scored_to = end
             best_ids, best_scores, _ = _top(*(np.concatenate([a, b]) for a, b in zip(newest_best, near_best)),
-                                            keep, unique=True)
+                                            n, unique=True)
             # every row is among the nearest (a graph may return fewer than k while rows are masked)
             all_near = k >= index.count() or (len(near_ids) < k and not graph)
             if scored_to >= len(ids_desc) or all_near:
@@ -241,8 +254,7 @@ class RetrievalMixin:
                 near_ids, near_sims, near_best = nearest(k)
                 continue
             end = min(len(ids_desc), max(reach, scored_to + 1))
-        rows = self._rows_by_id(best_ids)
-        return [(float(score), rows[int(i)]) for i, score in zip(best_ids, best_scores) if int(i) in rows][:n]
+        return best_ids, best_scores
 
     def _best_of(self, ids: np.ndarray, sims: np.ndarray, n: int, *, before: Optional[float], now: Optional[float],
                  use_recency: bool, accept) -> list[tuple[float, sqlite3.Row]]:
