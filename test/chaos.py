@@ -57,11 +57,11 @@ class Listener:
         with self._lock:
             for s in msg.status:
                 values = {kv.key: kv.value for kv in s.values}
-                for key, value in values.items():    # a counter that went back: the node restarted
-                    if key.startswith("count."):
-                        before = self.status.get(s.name, {}).get(key)
-                        if before is not None and float(value) < float(before):
-                            self.banked[(s.name, key)] += float(before)
+                # a counter that went back, or is gone (a node lists a count once it has counted):
+                # the node restarted, and what its earlier life reported is banked
+                for key, before in self.status.get(s.name, {}).items():
+                    if key.startswith("count.") and float(values.get(key, 0.0)) < float(before):
+                        self.banked[(s.name, key)] += float(before)
                 self.status[s.name] = values
 
     def cumulative(self, node: str, key: str) -> float:

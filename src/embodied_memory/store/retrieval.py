@@ -30,7 +30,7 @@ log = logging.getLogger(__package__ + ".memory_store")   # the store's one logge
 _OBS_COLUMNS = ("id, observation_id, t, episode_id, keyframe_id, segment_id, waypoint_id, "
                 "x, y, z, yaw, frame_id, description, image_path, persons")
 HISTORY_ORDERS = ("newest", "oldest")
-NEWEST_BLOCK = 4096      # rows scored first by _ranked_newest_first
+NEWEST_BLOCK = 4096      # rows scored first by _newest_first_scan
 ROWS_PER_SEARCH = 65536  # newest rows scored by id for about the cost of one wider nearest-neighbour search
 
 
@@ -188,7 +188,9 @@ class RetrievalMixin:
 
     def _newest_first_scan(self, index, query_vec: np.ndarray, n: int, *, before: Optional[float], now: float,
                            gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(row ids, scores) of the n best, best first, leaving out the rows ``gone``. Recency ranking for an index that scores rows by id (flat, HNSW), bounded two ways
+        """(row ids, scores) of the n best, best first, leaving out the rows ``gone``.
+
+        Recency ranking for an index that scores rows by id (flat, HNSW), bounded two ways
         (Fagin's threshold algorithm over time and similarity): the newest rows (up to
         ``before``) are scored exactly from the index's vectors, beside the index's k nearest by
         cosine. A row in neither is older than every row scored and less similar than the k-th
