@@ -457,3 +457,31 @@ def test_lists_are_spoken_and_one_day_is_no_usual_place(agent):
     assert ask(agent, "Who was around on Monday?").text == "I saw Alice and Bob."
     ans = ask(agent, "Where does May usually work?")                  # seen on Tuesday only
     assert ans.status == "no_answer" and "one day is no habit" in ans.text, ans
+
+
+@pytest.mark.parametrize("question, waypoint, when", [
+    # a statement sets the scene: its place is not where the question looks
+    ("Alice left her laptop in the kitchen; where did you last see her?", "open_office", "Sun 15:00"),
+    ("The printer's jammed and Bob is the one who fixes it \u2014 where did you last see him?",
+     "north_corridor_1", "Sun 16:30"),
+    ("My colleague Bob isn't answering emails. Where did you see him last?", "north_corridor_1", "Sun 16:30"),
+    # a waypoint's distinctive word is no place without a determiner ("Bob's conference call")
+    ("Bob's conference call ran late; where did you last see him?", "north_corridor_1", "Sun 16:30"),
+    ("Which room was Bob in the final time you saw him?", "north_corridor_1", "Sun 16:30"),
+    ("What was the spot of your latest encounter with Bob?", "north_corridor_1", "Sun 16:30"),
+    # a question before the question is part of it
+    ("Have you seen Carol? Where was that?", "kitchen", "Sun 12:05"),
+    # ... and a place in the asking clause still counts
+    ("Bob had a busy day. When did you last see him in the conference room?", "conference_room", "Sun 10:20"),
+])
+def test_a_scene_set_before_the_question_is_not_the_question(agent, question, waypoint, when):
+    ans = ask(agent, question)
+    assert ans.status == "ok" and ans.waypoint == waypoint and local(ans.time) == when, ans
+
+
+def test_a_topic_before_a_dash_keeps_its_place(agent):
+    """A topic ("Today in the kitchen -") is no scene-setting statement: its place is the question's."""
+    ans = ask(agent, "Today in the kitchen \u2014 who were the people there?")
+    assert ans.type == "persons" and sorted(ans.persons) == [ALICE, CAROL], ans
+    ans = ask(agent, "Today, Bob's time in the conference room - how long was it?")
+    assert ans.type == "duration" and ans.waypoint == "conference_room", ans

@@ -15,13 +15,14 @@ daylight-saving change days.  People and places are matched against the memory's
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Optional
 from zoneinfo import ZoneInfo
 
 from ..calendar_windows import WEEKDAYS
-from .intents import FIRST_WORDS, GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical_form
+from .intents import FILLERS, FIRST_WORDS, GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical, canonical_form
 from .slots import OPENER_WORDS, STOP_WORDS, Mention, find_people, find_place, person_names, place_names
 from .time_expressions import parse_time_expression, unread_time_words
 
@@ -79,26 +80,36 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     """Kind (coarse, by its words), slots (people and place matched against the memory's
     names, time window) and, with an ``intents.IntentClassifier``, the intent."""
     q = " ".join(question.lower().replace("?", " ").split())
-    kind = "what"
-    for name, pattern in _KIND_PATTERNS:
-        if re.search(pattern, q):
-            kind = name
-            break
-    if kind == "yes_no" and re.search(r"\b\w+ or \w+", q):  # "did you turn left or right?" is a choice
-        kind = "what"
     people_names, places = person_names(people), place_names(waypoints)
     persons = find_people(question, people_names, places)
     persons = [m for i, m in enumerate(persons) if m.value not in {x.value for x in persons[:i]}]
-    place = find_place(question, places, exclude=persons)
+    # statements that set the scene ("Bob left his laptop in a meeting room; where did you last
+    # see him?") name people and times, but the place, the kind and the thing asked for are
+    # those of the clause that asks, when it names its person itself or by a pronoun (not
+    # "Today in the lab - who was there?": a topic, not a scene)
+    focus = asking_clause(question)
+    if focus and not any(m.start >= focus for m in persons) and not _PERSON_PRONOUN.search(question[focus:]):
+        focus = 0
+    clause = question[focus:]
+    fq = " ".join(clause.lower().replace("?", " ").split())
+    kind = "what"
+    for name, pattern in _KIND_PATTERNS:
+        if re.search(pattern, fq):
+            kind = name
+            break
+    if kind == "yes_no" and re.search(r"\b\w+ or \w+", fq):  # "did you turn left or right?" is a choice
+        kind = "what"
+    in_clause = [_shifted(m, -focus) for m in persons if m.start >= focus]
+    place = find_place(clause, places, exclude=in_clause)
     expression = parse_time_expression(q, now, tz)
     start, end, time_words = (expression.start, expression.end, expression.phrases) if expression else (None, None, [])
-    first = bool(FIRST_WORDS.search(q) or re.search(r"\b(arrive|arrived|arrival|come in|came in|start|started|begin)\b", q))
-    target_words = _object_words(q, persons, place, time_words)
+    first = bool(FIRST_WORDS.search(fq) or re.search(r"\b(arrive|arrived|arrival|come in|came in|start|started|begin)\b", fq))
+    target_words = _object_words(fq, in_clause, place, time_words)
     # "how many were there?": a count with nothing to count is a count of people
-    about_people = bool(_PEOPLE_WORDS.search(q)) or bool(re.search(r"\bhow many\b", q) and not target_words)
+    about_people = bool(_PEOPLE_WORDS.search(fq)) or bool(re.search(r"\bhow many\b", fq) and not target_words)
     unknown_person, unknown_place = _unknown_names(question, q, people_names, places, persons)
     if not unknown_place:
-        unknown_place = _unknown_place(q, kind, places, bool(persons or unknown_person or about_people),
+        unknown_place = _unknown_place(fq, kind, places, bool(persons or unknown_person or about_people),
                                        frozenset(w for name in people_names for w in name.split()))
     parsed = ParsedQuestion(text=question, kind=kind, target=" ".join(target_words),
                             person=persons[0].value if persons else "",
@@ -109,13 +120,22 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
                             unknown_by_reading=_read_as_name(question, unknown_person),
                             asks_now=start is None and bool(_NOW.search(q)),
                             unread_time=unread_time_words(q, expression))
-    parsed.canonical = canonical_form(question, persons, place, unknown_person, time_words)
+    parsed.canonical = canonical_form(clause, in_clause, place, unknown_person, time_words)
+    if focus and persons and not in_clause:       # "... Bob ...; where did you see him last?"
+        parsed.canonical = _PERSON_PRONOUN.sub(FILLERS["name"].lower(), parsed.canonical, count=1)
     if classifier is not None:
+        place_in_question = _shifted(place, focus) if place else None
         named = len(persons) + bool(unknown_person and not persons)
-        wh = leading_wh(q)
-        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people, wh))
+        wh = leading_wh(fq)
+        allowed = allowed_intents(named, about_people, wh)
+        parsed.intent = classifier.classify(parsed.canonical, allowed)
+        if focus:     # the scene may be part of the question ("Have you seen Bob? Where was that?"): the nearer reading
+            whole = canonical_form(question, persons, place_in_question, unknown_person, time_words)
+            match = classifier.classify(whole, allowed)
+            if match.score > parsed.intent.score:
+                parsed.canonical, parsed.intent = whole, match
         if not (persons or unknown_person or unknown_place or about_people):
-            name = _name_by_substitution(question, parsed, place, places, classifier, wh)
+            name = _name_by_substitution(question, parsed, place_in_question, places, classifier, wh)
             if name:
                 parsed.unknown_person, parsed.unknown_by_reading = name, _read_as_name(question, name)
     return parsed
@@ -165,6 +185,28 @@ _WH = [(re.compile(p), wh) for p, wh in (
     (r"^(for )?how (long|much time)\b(?! ago| since)", "how long"), (r"^how long (ago|since)\b", "when"),
     (r"^how many\b", "how many"),
     (r"^(who|whom|with whom|which people|which of(?! ((the|this|last|these) )?(week's )?(days|dates)\b))\b", "who"))]
+
+
+# clauses end at ";", a dash or a sentence's end; a statement opens with no question word
+_CLAUSE_END = re.compile(r"[;.!?]+\s+|\s+[-\u2013\u2014]+\s+|[\u2013\u2014]")
+_ASKS = re.compile(r"^(who|whom|whose|what|where|whereabouts|when|which|how|why|is|are|was|were|did|do|does|have|"
+                   r"has|had|can|could|would|will|any|anyone|anybody)\b")
+
+
+def asking_clause(question: str) -> int:
+    """Where the clause that asks starts when statements set the scene before it ("Bob left his
+    laptop in a meeting room; where did you last see him?", "The printer is jammed -- where is
+    Bob?"): the last clause opening with a wh-word after clauses that ask nothing; 0 otherwise."""
+    starts = [0] + [m.end() for m in _CLAUSE_END.finditer(question) if m.end() < len(question.rstrip())]
+    clauses = [canonical(question[a:b]) for a, b in zip(starts, starts[1:] + [len(question)])]
+    for k in range(len(clauses) - 1, 0, -1):
+        if leading_wh(clauses[k]) and not any(_ASKS.match(_POLITE.sub("", c)) for c in clauses[:k]):
+            return starts[k]
+    return 0
+
+
+def _shifted(m: Mention, by: int) -> Mention:
+    return dataclasses.replace(m, start=m.start + by, end=m.end + by)
 
 
 # a clause that sets the scene before the question ("When you last saw Bob, where was he?")
@@ -224,7 +266,7 @@ _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory",
                "general", "order", "person", "detail", "short", "records", "record", "logs", "log", "notes",
                "files", "data", "database", "history", "company", "presence", "vicinity", "sight", "path",
                "meeting", "meetings", "mind", "touch", "ahead", "advance", "front", "early", "late", "earlier",
-               "later", "first", "time", "earliest", "latest", "soonest"}
+               "later", "first", "time", "earliest", "latest", "soonest", "final", "previous", "prior"}
 
 
 _AFTER_PLACE = {"together", "alone", "again", "too", "also", "either", "as", "well", "both"}   # adverbs after a place
@@ -232,6 +274,7 @@ _AFTER_PLACE = {"together", "alone", "again", "too", "also", "either", "as", "we
 
 _PRONOUN = re.compile(r"\b(she|he|her|him|his|hers|they|them|their)\b", re.IGNORECASE)
 _PERSONAL_PRONOUN = re.compile(r"\b(she|he|her|him|his|hers)\b")     # never a thing
+_PERSON_PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b", re.IGNORECASE)   # a person referred back to
 # never a person; not the "it" of a cleft ("when was it you first saw them?")
 _THING_PRONOUN = re.compile(r"\b(its|itself|it(?! (that|you|i|we|they|he|she)\b))\b")
 

@@ -209,9 +209,24 @@ def find_place(question: str, places: dict[str, str], exclude: Iterable[Mention]
     ``exclude`` spans (people found first)."""
     blocked = [(m.start, m.end) for m in exclude]
     for m in _find(question, places):
-        if not any(a < m.end and m.start < b for a, b in blocked):
+        if not any(a < m.end and m.start < b for a, b in blocked) and _names_a_place(question, m):
             return m
     return None
+
+
+_PLACE_LEADS = {"the", "a", "an", "in", "at", "to", "into", "inside", "from", "by", "near", "our", "your", "this",
+                "that"}
+
+
+def _names_a_place(question: str, m: Mention) -> bool:
+    """A waypoint's distinctive word alone ("studio" for design_studio) is the place only after
+    a determiner or preposition ("in the studio"); "Bob's manager" is a person, not the manager
+    office.  A waypoint's whole name or a synonym is a place anywhere."""
+    words = words_of(m.text)
+    if " " in words or words in (words_of(m.value), m.value.lower()) or words in ROOM_SYNONYMS:
+        return True
+    before = re.findall(r"[\w']+", question[:m.start].lower())
+    return bool(before) and before[-1] in _PLACE_LEADS
 
 
 _POINT_WORDS = {"door", "desk", "station", "dock", "entrance", "exit", "gate", "elevator", "lift", "stairs",
