@@ -465,18 +465,43 @@ def test_lists_are_spoken_and_one_day_is_no_usual_place(agent):
     ("The printer's jammed and Bob is the one who fixes it \u2014 where did you last see him?",
      "north_corridor_1", "Sun 16:30"),
     ("My colleague Bob isn't answering emails. Where did you see him last?", "north_corridor_1", "Sun 16:30"),
-    # a waypoint's distinctive word is no place without a determiner ("Bob's conference call")
     ("Bob's conference call ran late; where did you last see him?", "north_corridor_1", "Sun 16:30"),
     ("Which room was Bob in the final time you saw him?", "north_corridor_1", "Sun 16:30"),
     ("What was the spot of your latest encounter with Bob?", "north_corridor_1", "Sun 16:30"),
-    # a question before the question is part of it
-    ("Have you seen Carol? Where was that?", "kitchen", "Sun 12:05"),
-    # ... and a place in the asking clause still counts
+    # ... but a clause pointing back at the scene's place, or asking more than where, keeps it
+    ("Think about the conference room. When was Bob last there?", "conference_room", "Sun 10:20"),
+    ("Bob was in the conference room today; where did you see him there last?", "conference_room", "Sun 10:20"),
     ("Bob had a busy day. When did you last see him in the conference room?", "conference_room", "Sun 10:20"),
 ])
 def test_a_scene_set_before_the_question_is_not_the_question(agent, question, waypoint, when):
     ans = ask(agent, question)
     assert ans.status == "ok" and ans.waypoint == waypoint and local(ans.time) == when, ans
+
+
+def test_a_scene_naming_someone_else_is_part_of_the_question(agent):
+    """Two people named: the pronoun is not guessed to be the first of them."""
+    ans = agent.ask("Alice was looking for Bob; where is he now?", as_of=ASKED)
+    assert not ans.text.startswith("Alice"), ans
+    ans = ask(agent, "Bob was in the conference room today; how long did he stay there?")
+    assert ans.type == "duration" and ans.waypoint == "conference_room", ans
+
+
+def test_a_rooms_distinctive_word_someone_owns_is_no_place():
+    from embodied_memory.agent.question_parser import parse_question
+    people = [{"person": BOB, "name": "Bob"}]
+    rooms = ["manager_office", "kitchen", "reception"]
+
+    def place(question):
+        return parse_question(question, ASKED, ZoneInfo(ZURICH), people, rooms).place
+    assert place("Bob's manager is asking where you last saw him. Where was it?") == ""
+    assert place("Did Bob talk to his manager today?") == ""
+    assert place("Was Bob in the manager's office today?") == "manager_office"
+    assert place("Was Bob near the manager today?") == "manager_office"
+    assert place("Kitchn: who was there today?") == "kitchen"          # a slip of the whole name
+    assert place("who was around recepton today") == "reception"
+    # an abbreviation's dot ends no clause: the kitchen stays the question's place
+    assert place("In the kitchen on Sun. Where did you see Bob last?") == "kitchen"
+    assert place("Bob left his mug in the kitchen. Where did you see him last?") == ""
 
 
 def test_a_topic_before_a_dash_keeps_its_place(agent):

@@ -83,13 +83,7 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     people_names, places = person_names(people), place_names(waypoints)
     persons = find_people(question, people_names, places)
     persons = [m for i, m in enumerate(persons) if m.value not in {x.value for x in persons[:i]}]
-    # statements that set the scene ("Bob left his laptop in a meeting room; where did you last
-    # see him?") name people and times, but the place, the kind and the thing asked for are
-    # those of the clause that asks, when it names its person itself or by a pronoun (not
-    # "Today in the lab - who was there?": a topic, not a scene)
-    focus = asking_clause(question)
-    if focus and not any(m.start >= focus for m in persons) and not _PERSON_PRONOUN.search(question[focus:]):
-        focus = 0
+    focus = asking_clause(question, persons)
     clause = question[focus:]
     fq = " ".join(clause.lower().replace("?", " ").split())
     kind = "what"
@@ -121,21 +115,14 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
                             asks_now=start is None and bool(_NOW.search(q)),
                             unread_time=unread_time_words(q, expression))
     parsed.canonical = canonical_form(clause, in_clause, place, unknown_person, time_words)
-    if focus and persons and not in_clause:       # "... Bob ...; where did you see him last?"
+    if focus and not in_clause:       # "... Bob ...; where did you see him last?"
         parsed.canonical = _PERSON_PRONOUN.sub(FILLERS["name"].lower(), parsed.canonical, count=1)
     if classifier is not None:
-        place_in_question = _shifted(place, focus) if place else None
         named = len(persons) + bool(unknown_person and not persons)
         wh = leading_wh(fq)
-        allowed = allowed_intents(named, about_people, wh)
-        parsed.intent = classifier.classify(parsed.canonical, allowed)
-        if focus:     # the scene may be part of the question ("Have you seen Bob? Where was that?"): the nearer reading
-            whole = canonical_form(question, persons, place_in_question, unknown_person, time_words)
-            match = classifier.classify(whole, allowed)
-            if match.score > parsed.intent.score:
-                parsed.canonical, parsed.intent = whole, match
+        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people, wh))
         if not (persons or unknown_person or unknown_place or about_people):
-            name = _name_by_substitution(question, parsed, place_in_question, places, classifier, wh)
+            name = _name_by_substitution(question, parsed, place, places, classifier, wh)
             if name:
                 parsed.unknown_person, parsed.unknown_by_reading = name, _read_as_name(question, name)
     return parsed
@@ -187,21 +174,33 @@ _WH = [(re.compile(p), wh) for p, wh in (
     (r"^(who|whom|with whom|which people|which of(?! ((the|this|last|these) )?(week's )?(days|dates)\b))\b", "who"))]
 
 
-# clauses end at ";", a dash or a sentence's end; a statement opens with no question word
-_CLAUSE_END = re.compile(r"[;.!?]+\s+|\s+[-\u2013\u2014]+\s+|[\u2013\u2014]")
+# clauses end at ";", a spaced dash or an em dash, or a sentence's end ("Mr. ", "Sun. who" and
+# "12\u201313" are none)
+_CLAUSE_END = re.compile(r";\s+|[!?]+\s+|(?<![A-Z])(?<!\b[A-Za-z])(?<!\bMrs)(?<!\b(Mr|Ms|Dr|St))(?<!\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun))\.\s+(?=[A-Z])|"
+                         r"\s+[-\u2013\u2014]+\s+|\u2014")
 _ASKS = re.compile(r"^(who|whom|whose|what|where|whereabouts|when|which|how|why|is|are|was|were|did|do|does|have|"
                    r"has|had|can|could|would|will|any|anyone|anybody)\b")
+# the asking clause points back to a place the scene named
+_BACK_TO_A_PLACE = re.compile(r"\b(there|that (room|place|area|spot)|the same (room|place))\b")
 
 
-def asking_clause(question: str) -> int:
+def asking_clause(question: str, persons: list[Mention]) -> int:
     """Where the clause that asks starts when statements set the scene before it ("Bob left his
     laptop in a meeting room; where did you last see him?", "The printer is jammed -- where is
-    Bob?"): the last clause opening with a wh-word after clauses that ask nothing; 0 otherwise."""
+    Bob?"): its place, kind and object words are then the clause's, not the scene's.  Only for
+    a where-question about the one person the question names (``persons``), by name or
+    pronoun, after clauses that ask nothing and with no "there" pointing back at the scene's
+    place; 0 (the whole question) otherwise ("Bob was in the kitchen; how long did he stay
+    there?", "Today in the lab - who was there?", "Alice was looking for Bob; where is he?")."""
+    if len(persons) != 1:
+        return 0
     starts = [0] + [m.end() for m in _CLAUSE_END.finditer(question) if m.end() < len(question.rstrip())]
     clauses = [canonical(question[a:b]) for a, b in zip(starts, starts[1:] + [len(question)])]
     for k in range(len(clauses) - 1, 0, -1):
-        if leading_wh(clauses[k]) and not any(_ASKS.match(_POLITE.sub("", c)) for c in clauses[:k]):
-            return starts[k]
+        if leading_wh(clauses[k]) == "where" and not _BACK_TO_A_PLACE.search(clauses[k]) and \
+                not any(_ASKS.match(_POLITE.sub("", c)) for c in clauses[:k]):
+            named_in_it = persons[0].start >= starts[k]
+            return starts[k] if named_in_it or _PERSON_PRONOUN.search(clauses[k]) else 0
     return 0
 
 

@@ -214,19 +214,18 @@ def find_place(question: str, places: dict[str, str], exclude: Iterable[Mention]
     return None
 
 
-_PLACE_LEADS = {"the", "a", "an", "in", "at", "to", "into", "inside", "from", "by", "near", "our", "your", "this",
-                "that"}
+_OWNERS = {"his", "her", "their", "my", "your", "our"}
 
 
 def _names_a_place(question: str, m: Mention) -> bool:
-    """A waypoint's distinctive word alone ("studio" for design_studio) is the place only after
-    a determiner or preposition ("in the studio"); "Bob's manager" is a person, not the manager
-    office.  A waypoint's whole name or a synonym is a place anywhere."""
+    """A waypoint's distinctive word alone ("studio" for design_studio, "manager" for
+    manager_office) is no place where someone owns it ("Bob's manager", "his manager"); a
+    waypoint's whole name, a synonym or a misspelling of one is a place anywhere."""
     words = words_of(m.text)
-    if " " in words or words in (words_of(m.value), m.value.lower()) or words in ROOM_SYNONYMS:
+    if m.score < 100 or " " in words or words in (words_of(m.value), m.value.lower()) or words in ROOM_SYNONYMS:
         return True
-    before = re.findall(r"[\w']+", question[:m.start].lower())
-    return bool(before) and before[-1] in _PLACE_LEADS
+    before = re.findall(r"[\w']+", question[:m.start].replace("\u2019", "'").lower())
+    return not before or not (before[-1].endswith("'s") or before[-1].endswith("s'") or before[-1] in _OWNERS)
 
 
 _POINT_WORDS = {"door", "desk", "station", "dock", "entrance", "exit", "gate", "elevator", "lift", "stairs",
