@@ -510,3 +510,12 @@ def test_a_topic_before_a_dash_keeps_its_place(agent):
     assert ans.type == "persons" and sorted(ans.persons) == [ALICE, CAROL], ans
     ans = ask(agent, "Today, Bob's time in the conference room - how long was it?")
     assert ans.type == "duration" and ans.waypoint == "conference_room", ans
+
+
+@pytest.mark.parametrize("question, waypoint", [
+    ("Which room was Alice in at 10 am on Tuesday?", "lab"),
+    ("Which room was Bob in at 10:20 today?", "conference_room"),
+])
+def test_a_room_at_a_past_time_is_no_habit(agent, question, waypoint):
+    ans = ask(agent, question)
+    assert ans.status == "ok" and ans.waypoint == waypoint, ans

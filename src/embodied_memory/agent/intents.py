@@ -118,6 +118,18 @@ def refined(intent: str, canonical_question: str) -> str:
     return by_first_or_last(intent, canonical_question)
 
 
+_PAST = re.compile(r"\b(was|were|did|had)\b")
+
+
+def one_time_not_a_habit(intent: str, canonical_question: str, has_time_window: bool) -> str:
+    """A habit read where the question names a time in the past without "usually" ("which room
+    was Bob in at 10:06?") asks where / when at that time, not the habit."""
+    if intent in ("habit_place", "habit_time") and has_time_window and _PAST.search(canonical_question) \
+            and not _HABIT_WORDS.search(canonical_question):
+        return _TO_LAST[intent]
+    return intent
+
+
 def by_first_or_last(intent: str, canonical_question: str) -> str:
     """A one-sighting intent turned to the other end when the question says so ("most recently"),
     to the habit when it says "usually", a usual place to the present when it says "now"."""
