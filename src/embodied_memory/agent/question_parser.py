@@ -98,7 +98,8 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     place = find_place(clause, places, exclude=in_clause)
     expression = parse_time_expression(q, now, tz)
     start, end, time_words = (expression.start, expression.end, expression.phrases) if expression else (None, None, [])
-    first = bool(FIRST_WORDS.search(fq) or re.search(r"\b(arrive|arrived|arrival|come in|came in|start|started|begin)\b", fq))
+    first = bool(FIRST_WORDS.search(fq)
+                 or re.search(r"\b(arrive|arrived|arrival|come in|came in|start|started|begin)\b", fq))
     target_words = _object_words(fq, in_clause, place, time_words)
     # "how many were there?": a count with nothing to count is a count of people
     about_people = bool(_PEOPLE_WORDS.search(fq)) or bool(re.search(r"\bhow many\b", fq) and not target_words)
@@ -180,8 +181,9 @@ _WH = [(re.compile(p), wh) for p, wh in (
 
 # clauses end at ";", a spaced dash or an em dash, or a sentence's end ("Mr. ", "Sun. who" and
 # "12\u201313" are none)
-_CLAUSE_END = re.compile(r";\s+|[!?]+\s+|(?<![A-Z])(?<!\b[A-Za-z])(?<!\bMrs)(?<!\b(Mr|Ms|Dr|St))(?<!\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun))\.\s+(?=[A-Z])|"
-                         r"\s+[-\u2013\u2014]+\s+|\u2014")
+_CLAUSE_END = re.compile(r";\s+|[!?]+\s+|\s+[-\u2013\u2014]+\s+|\u2014|"
+                         r"(?<![A-Z])(?<!\b[A-Za-z])(?<!\bMrs)(?<!\b(Mr|Ms|Dr|St))(?<!\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun))"
+                         r"\.\s+(?=[A-Z])")
 _ASKS = re.compile(r"^(who|whom|whose|what|where|whereabouts|when|which|how|why|is|are|was|were|did|do|does|have|"
                    r"has|had|can|could|would|will|any|anyone|anybody)\b")
 # the asking clause points back to a place the scene named
