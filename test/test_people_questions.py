@@ -431,7 +431,7 @@ def test_who_came_in_first_is_the_earliest_arrival_and_who_was_new_is_the_first_
     assert sorted(ask(agent, "Monday: who was in?").persons) == [ALICE, BOB]
 
 
-@pytest.mark.parametrize("question", ["What was Bob's last known position?", "Whereabouts did you last spot Bob?"])
+@pytest.mark.parametrize("question", ["What was Bob's last known position?", "Whereabouts was Bob when you noticed him for the last time?"])
 def test_a_where_question_without_where(agent, question):
     ans = ask(agent, question)
     assert ans.type == "position" and ans.waypoint == "north_corridor_1", ans

@@ -104,11 +104,18 @@ _NEW_WORDS = re.compile(r"\b(first[- ]tim(e|ers?)|new|newcomers?|never|before|pr
                         r"unknown|strangers?|(not|hadn't|had not|haven't) (seen|met))\b")
 
 
-def refined(intent: str, canonical_question: str) -> str:
+_PAST = re.compile(r"\b(was|were|did|had)\b")
+
+
+def refined(intent: str, canonical_question: str, timed: bool = False) -> str:
     """The classifier's intent checked against words it cannot weigh: "first" / "last"
     (``by_first_or_last``), an absence without a negation (the opposite question: not
     understood), "first" without "for the first time" / "new" (the earliest arrival), a stay
-    asked yes or no (presence)."""
+    asked yes or no (presence), a habit where the question names a past time (``timed``: its
+    time phrase was cut) without "usually" ("which room was Bob in at 10:06?": that time)."""
+    if intent in ("habit_place", "habit_time") and timed and _PAST.search(canonical_question) \
+            and not _HABIT_WORDS.search(canonical_question):
+        return _TO_LAST[intent]
     if intent == "absent_days" and not _ABSENCE_WORDS.search(canonical_question):
         return OUT_OF_SCOPE
     if intent == "first_time" and FIRST_WORDS.search(canonical_question) and not _NEW_WORDS.search(canonical_question):
@@ -116,18 +123,6 @@ def refined(intent: str, canonical_question: str) -> str:
     if intent == "duration" and _YES_NO_START.match(canonical_question) and not _AMOUNT.search(canonical_question):
         return "was_in"          # a stay asked yes or no: whether, not how long
     return by_first_or_last(intent, canonical_question)
-
-
-_PAST = re.compile(r"\b(was|were|did|had)\b")
-
-
-def one_time_not_a_habit(intent: str, canonical_question: str, has_time_window: bool) -> str:
-    """A habit read where the question names a time in the past without "usually" ("which room
-    was Bob in at 10:06?") asks where / when at that time, not the habit."""
-    if intent in ("habit_place", "habit_time") and has_time_window and _PAST.search(canonical_question) \
-            and not _HABIT_WORDS.search(canonical_question):
-        return _TO_LAST[intent]
-    return intent
 
 
 def by_first_or_last(intent: str, canonical_question: str) -> str:
@@ -266,8 +261,10 @@ class IntentClassifier:
             log.debug("intent bank not cached: %s", exc)
         return vectors
 
-    def classify(self, canonical_question: str, allowed: Optional[Sequence[str]] = None) -> IntentMatch:
-        """The nearest intent among ``allowed`` (default: all; at least two)."""
+    def classify(self, canonical_question: str, allowed: Optional[Sequence[str]] = None,
+                 timed: bool = False) -> IntentMatch:
+        """The nearest intent among ``allowed`` (default: all; at least two); ``timed``: the
+        question named a time (``refined``)."""
         sims = self._vectors @ self.embedder.embed([canonical_question])[0]
         best: dict[str, tuple[float, int]] = {}
         for i, (label, sim) in enumerate(zip(self._labels, sims)):
@@ -277,7 +274,7 @@ class IntentClassifier:
                 best[label] = (float(sim), i)
         ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))
         (intent, (score, i)), (runner_up, (second, _)) = ranked[0], ranked[1]
-        return IntentMatch(refined(intent, canonical_question), round(score, 4), runner_up, round(second, 4),
+        return IntentMatch(refined(intent, canonical_question, timed), round(score, 4), runner_up, round(second, 4),
                            self._examples[i])
 
 

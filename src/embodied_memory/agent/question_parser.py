@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from ..calendar_windows import WEEKDAYS
 from .intents import (FILLERS, FIRST_WORDS, GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical,
-                      canonical_form, one_time_not_a_habit)
+                      canonical_form)
 from .slots import OPENER_WORDS, STOP_WORDS, Mention, find_people, find_place, person_names, place_names
 from .time_expressions import parse_time_expression, unread_time_words
 
@@ -122,10 +122,8 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     if classifier is not None:
         named = len(persons) + bool(unknown_person and not persons)
         wh = leading_wh(fq)
-        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people, wh))
-        intent = one_time_not_a_habit(parsed.intent.intent, parsed.canonical, start is not None)
-        if intent != parsed.intent.intent:
-            parsed.intent = dataclasses.replace(parsed.intent, intent=intent)
+        parsed.intent = classifier.classify(parsed.canonical, allowed_intents(named, about_people, wh),
+                                            timed=start is not None)
         if not (persons or unknown_person or unknown_place or about_people):
             name = _name_by_substitution(question, parsed, place, places, classifier, wh)
             if name:
