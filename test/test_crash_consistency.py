@@ -93,8 +93,13 @@ def chaos_run(tmp_path_factory):
 
         def settled(previous=[]):                        # noqa: B006 - the last counts seen
             s = call(listener.node, GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), timeout=30).stats
-            pending = listener.value("/frame_selector", "keyframes_unacknowledged", -1) + \
-                listener.value("/perception", "observations_unacknowledged", -1)
+            selector, perception = listener.report("/frame_selector"), listener.report("/perception")
+            # a respawned perception still configuring reports no counts: that is not drained
+            if perception.get("lifecycle_state") != "active" or "keyframes_unacknowledged" not in selector \
+                    or "observations_unacknowledged" not in perception:
+                previous.clear()
+                return False
+            pending = float(selector["keyframes_unacknowledged"]) + float(perception["observations_unacknowledged"])
             previous.append((s.observations, pending))
             return len(previous) > 5 and pending == 0 and len(set(previous[-5:])) == 1
         wait_until(settled, 240, interval=1.0, what="the pipeline to drain (nothing unacknowledged)")
