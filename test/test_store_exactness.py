@@ -2,6 +2,8 @@
 near-duplicate old descriptions fill any fixed candidate list, and the recent match (a little
 less similar, far more recent) must still win, with a person filter and with ``before``. The
 same holds on the HNSW graph (the newest rows scored exactly, bounded by time) and Milvus."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -224,4 +226,40 @@ def test_rows_deleted_while_a_query_ranks_them_are_replaced_by_the_next_best(tmp
                     for oid, t, blob in s._conn().execute("SELECT observation_id, t, text_emb FROM observations"))
     assert [oid for oid, _ in got] == [oid for _, oid in scored[:10]]
     assert not set(top[:8]) & {oid for oid, _ in got}
+    s.close()
+
+
+def test_find_sorted_by_subtraction_and_by_search_agree():
+    from embodied_memory.store.stored_vectors import find_sorted
+    wanted = np.array([0, 3, 5, 9, 12, 20, -1])
+    consecutive = np.arange(3, 13)                        # 3..12: found by subtraction
+    gapped = np.array([3, 4, 5, 7, 9, 12])                # a row deleted: found by binary search
+    for ids in (consecutive, gapped):
+        at, held = find_sorted(ids, wanted)
+        assert held.tolist() == [w in set(ids.tolist()) for w in wanted]
+        assert (ids[at[held]] == wanted[held]).all()
+    assert find_sorted(np.zeros(0, np.int64), wanted)[1].sum() == 0
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_ranking_stays_exact_after_forgetting_rows_in_the_middle(tmp_path, graph):
+    """A forgotten episode leaves a gap in the row ids: lookups by id stop taking the
+    consecutive-ids shortcut and every filter still equals a full scan."""
+    s = open_store(make_params(tmp_path, "sqlite_faiss", **({"approximate_min_vectors": 200} if graph else {})))
+    rng = np.random.default_rng(2)
+    rows = [_obs(i, T0 + i * 60.0, " ".join(rng.choice(WORDS, 4)), people=["alice"] if i % 3 else ())
+            for i in range(600)]
+    for i in range(200, 300):
+        rows[i] = dataclasses.replace(rows[i], episode_id="errand")
+    s.insert(rows)
+    assert s.forget_episode("errand")["observations_removed"] == 100
+    now = T0 + 601 * 60.0
+    for person, before in ((None, None), ("alice", None), ("alice", now - 5 * HOUR), (None, now - 6 * HOUR)):
+        got = s.semantic_observations("red mug kitchen", person=person, before=before, n=20, now=now)
+        exact = _full_scan(s, "red mug kitchen", now, before=before, person=person, n=20)
+        assert not {h["id"] for h in got} & {f"o{i}" for i in range(200, 300)}
+        if person or not graph:
+            assert [h["score"] for h in got] == pytest.approx([sc for sc, _ in exact], abs=1e-4)
+        else:
+            assert len({h["id"] for h in got} & {oid for _, oid in exact}) >= 18
     s.close()

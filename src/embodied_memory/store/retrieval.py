@@ -22,6 +22,7 @@ from ..calendar_windows import day_window
 from ..types import as_vector
 from .errors import InvalidArgumentError, StoreError, UnknownPersonError
 from .records import _unit
+from .stored_vectors import find_sorted
 from .tool_registry import OBSERVATION, SIGHTING, query_tool
 from .vector_index import CannotScoreIds
 
@@ -109,11 +110,8 @@ class RetrievalMixin:
 
     def _times_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(times, known) for row ids; unknown = deleted since the index was written."""
-        time_ids, time_vals = self._time_ids, self._time_vals
-        pos = np.searchsorted(time_ids, ids)
-        pos_clipped = np.minimum(pos, max(len(time_ids) - 1, 0))
-        known = (pos < len(time_ids)) & (time_ids[pos_clipped] == ids) if len(time_ids) else np.zeros(len(ids), bool)
-        return (time_vals[pos_clipped] if len(time_ids) else np.zeros(len(ids))), known
+        at, known = find_sorted(self._time_ids, ids)
+        return (self._time_vals[at] if len(self._time_vals) else np.zeros(len(ids))), known
 
     def _ranked(self, kind: str, query_vec: np.ndarray, n: int, *, before: Optional[float],
                 now: Optional[float], use_recency: bool, subset: Optional[np.ndarray] = None,
@@ -138,6 +136,9 @@ class RetrievalMixin:
         query_vec = _unit(np.asarray(query_vec, dtype=np.float32))
         if query_vec.shape != (index.dim,):
             raise StoreError(f"{kind} query has {query_vec.size} values, index dimension is {index.dim}")
+        if subset is not None and before is not None:       # rows after ``before`` are never scored
+            times, known = self._times_of(subset)
+            subset = subset[known & (times <= before)]
         total = index.count() if subset is None else len(subset)
         if total == 0:
             return []
@@ -203,10 +204,11 @@ class RetrievalMixin:
         while fewer than n are held (masked rows). Near-duplicates cost nothing either way.
         Each round scores only the rows it adds (their times are the newest-first table's) and
         keeps a running best; no row is read."""
-        ids_desc, times_desc = self._newest_first.order(self._time_ids, self._time_vals, self._times_version)
+        ids_desc, times_desc, negated = self._newest_first.order(self._time_ids, self._time_vals,
+                                                                 self._times_version)
         if before is not None:
-            start = int(np.searchsorted(-times_desc, -before, side="left"))   # the first at or before it
-            ids_desc, times_desc = ids_desc[start:], times_desc[start:]
+            start = int(np.searchsorted(negated, -before, side="left"))   # the first at or before it
+            ids_desc, times_desc, negated = ids_desc[start:], times_desc[start:], negated[start:]
         if len(ids_desc) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         k, limit = min(index.count(), 4 * n), min(index.count(), index.max_k)   # a graph's ef >= 128 anyway
@@ -215,7 +217,9 @@ class RetrievalMixin:
         def nearest(k: int) -> tuple[np.ndarray, np.ndarray, tuple]:
             near_ids, near_sims = index.search(query_vec, k)
             times, known = self._times_of(near_ids)
-            held = known & ((times <= before) if before is not None else True) & ~np.isin(near_ids, gone)
+            held = known & ((times <= before) if before is not None else True)
+            if len(gone):
+                held &= ~np.isin(near_ids, gone)
             scores = self.recency.score(near_sims[held], (now - times[held]) / 3600.0)
             return near_ids, near_sims, _top(near_ids[held], scores, times[held], n)
 
@@ -226,7 +230,9 @@ class RetrievalMixin:
         while True:
             chunk = slice(scored_to, end)              # only the rows not scored yet
             sims = index.score_ids(query_vec, ids_desc[chunk])
-            held = np.isfinite(sims) & ~np.isin(ids_desc[chunk], gone)
+            held = np.isfinite(sims)
+            if len(gone):
+                held &= ~np.isin(ids_desc[chunk], gone)
             if held.any():
                 newest_max_sim = max(newest_max_sim, float(sims[held].max()))
                 times = times_desc[chunk][held]
@@ -250,7 +256,7 @@ class RetrievalMixin:
             oldest_that_can_win = now - 3600.0 * self.recency.hours_for_penalty(needed)
             if times_desc[scored_to] < oldest_that_can_win:
                 break
-            reach = int(np.searchsorted(-times_desc, -oldest_that_can_win, side="right"))
+            reach = int(np.searchsorted(negated, -oldest_that_can_win, side="right"))
             if reach - scored_to > ROWS_PER_SEARCH and k < limit:    # cheaper to look further by similarity
                 k = min(limit, 4 * k)
                 near_ids, near_sims, near_best = nearest(k)

@@ -15,6 +15,24 @@ import numpy as np
 SLICE_SPAN = 2          # score a slice when it is at most this many times the rows wanted
 
 
+def find_sorted(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, held): where each of ``ids`` is in ``sorted_ids`` (ascending, unique), and
+    whether it is there at all (a position of a missing id is any valid one). Consecutive ids
+    (SQLite row ids with nothing deleted) are found by subtraction: a binary search over a
+    million ids costs ~1 ms per few thousand lookups in a process that holds the indexes."""
+    ids = np.asarray(ids, np.int64)
+    size = len(sorted_ids)
+    if not size:
+        return np.zeros(len(ids), np.int64), np.zeros(len(ids), bool)
+    first = int(sorted_ids[0])
+    if int(sorted_ids[-1]) - first + 1 == size:
+        at = ids - first
+        held = (at >= 0) & (at < size)
+        return np.where(held, at, 0), held
+    at = np.minimum(np.searchsorted(sorted_ids, ids), size - 1)
+    return at, sorted_ids[at] == ids
+
+
 class StoredVectors:
     """Not thread-safe by itself: its owners call it under their lock."""
 
@@ -57,8 +75,7 @@ class StoredVectors:
         sims = np.full(len(ids), -np.inf, np.float32)
         if not len(self._sorted_ids) or not len(ids):
             return sims, np.zeros(len(ids), bool)
-        at = np.minimum(np.searchsorted(self._sorted_ids, ids), len(self._sorted_ids) - 1)
-        held = self._sorted_ids[at] == ids
+        at, held = find_sorted(self._sorted_ids, ids)
         if not held.any():
             return sims, held
         positions = self._positions[at[held]]
