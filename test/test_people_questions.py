@@ -208,6 +208,18 @@ def test_old_or_unobserved_is_said_so(agent):
     assert ask(agent, "Was Bob in the corridor on Thursday?").binary != "yes"
 
 
+def test_still_there_asks_about_now_not_ever(agent):
+    """An old sighting at the place is no "yes, still there" (a new user's finding)."""
+    stale = ask(agent, "Is Bob still in the conference room?")        # seen there at 10:20, now 17:00
+    assert stale.status == "no_answer" and stale.binary != "yes" and \
+        stale.text.startswith("I don't know: I did not look in the conference room now")
+    recent = agent.ask("Is Bob still in the north corridor?", as_of=at(29, 16, 35))
+    assert recent.binary == "yes" and recent.evidence == ["o15"]
+    moved = agent.ask("Is Alice still in the kitchen?", as_of=at(29, 15, 5))     # at her desk since 15:00
+    assert moved.binary == "no" and "open office at 15:00" in moved.text and moved.evidence == ["o14"]
+    assert ask(agent, "Was Bob still in the conference room at 10:20 today?").binary == "yes"
+
+
 def test_a_time_the_parser_cannot_read_is_said_not_widened(agent):
     ans = ask(agent, "Who was in the kitchen on February 30th?")
     assert ans.status == "no_answer" and "could not read the time" in ans.text and not ans.persons

@@ -68,6 +68,8 @@ class PeopleAnswers:
     def _when(self, p: ParsedQuestion) -> str:
         """The question's time phrase for the answer's text ("on Monday"), or the default window
         the last ``window`` call used ("today"): a "no" must say for when; "" for all time."""
+        if p.asks_now and p.place:               # the window ``window`` gives it
+            return f"in the last {NOW_S // 60} minutes"
         if not p.time_words:
             return getattr(self, "_default", "")
         phrase = _CALENDAR_NAME.sub(lambda m: m.group(0).capitalize(), " ".join(p.time_words))

@@ -232,7 +232,10 @@ def leading_wh(q: str) -> str:
     return ""
 
 
-_NOW = re.compile(r"\b(now|right now|at the moment|currently|at present|at this moment)\b")
+# "now", or "still" in a present-tense question ("is Bob still in the lab?"): about the present,
+# so an old sighting there is no "yes"
+_NOW = re.compile(r"\b(now|right now|at the moment|currently|at present|at this moment)\b|"
+                  r"\b(is|are|'s)\b[^.;?]*\bstill\b")
 _PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone|anybody|everyone|everybody|"
                            r"visitors?|man|woman|men|women|folks?|individuals?|colleagues?|staff|headcount|"
                            r"guests?|employees?|coworkers?|co-workers?|faces|crowds?|heads)\b")
