@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -34,6 +35,7 @@ class Listener:
         self.node = Node("chaos_listener", context=context)
         self.acks: dict[int, Counter] = defaultdict(Counter)   # status -> ids
         self.status: dict[str, dict[str, str]] = {}
+        self.received: dict[str, float] = {}      # node -> time.monotonic() of its latest report
         self.banked: Counter = Counter()     # (node, counter) -> what earlier lives of the node reported
         self._lock = threading.Lock()
         self.node.create_subscription(Ack, "/memory/acks", self._on_ack, ack_qos())
@@ -63,6 +65,7 @@ class Listener:
                     if key.startswith("count.") and float(values.get(key, 0.0)) < float(before):
                         self.banked[(s.name, key)] += float(before)
                 self.status[s.name] = values
+                self.received[s.name] = time.monotonic()
 
     def cumulative(self, node: str, key: str) -> float:
         """A counter summed over every life of ``node`` (its restarts start it from 0)."""

@@ -9,6 +9,7 @@ import random
 import re
 import signal
 import sqlite3
+import time
 from collections import Counter, defaultdict
 
 import pytest
@@ -84,6 +85,7 @@ def chaos_run(tmp_path_factory):
                 wait_until(lambda: listener.value("/perception", "observations_unacknowledged") >= 1, 120,
                            what="perception to hold an observation the frozen memory never acknowledged")
             os.kill(pid, signal.SIGKILL)
+            last_kill = time.monotonic()
             kills.append((victim, after))
             stack.pid_of(victim, nth[victim] + 1)        # the launcher respawned it
             if victim == "memory":   # seen before perception's own kill can take its counter with it
@@ -94,9 +96,11 @@ def chaos_run(tmp_path_factory):
         def settled(previous=[]):                        # noqa: B006 - the last counts seen
             s = call(listener.node, GetMemoryStats, "/memory/stats", GetMemoryStats.Request(), timeout=30).stats
             selector, perception = listener.report("/frame_selector"), listener.report("/perception")
-            # a respawned perception still configuring reports no counts: that is not drained
+            # a respawned perception still configuring reports no counts (and until it reports at
+            # all, the killed one's last report is all there is): that is not drained
             if perception.get("lifecycle_state") != "active" or "keyframes_unacknowledged" not in selector \
-                    or "observations_unacknowledged" not in perception:
+                    or "observations_unacknowledged" not in perception \
+                    or listener.received.get("/perception", 0.0) <= last_kill:
                 previous.clear()
                 return False
             pending = float(selector["keyframes_unacknowledged"]) + float(perception["observations_unacknowledged"])

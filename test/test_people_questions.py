@@ -218,6 +218,11 @@ def test_still_there_asks_about_now_not_ever(agent):
     moved = agent.ask("Is Alice still in the kitchen?", as_of=at(29, 15, 5))     # at her desk since 15:00
     assert moved.binary == "no" and "open office at 15:00" in moved.text and moved.evidence == ["o14"]
     assert ask(agent, "Was Bob still in the conference room at 10:20 today?").binary == "yes"
+    for present in ("Isn't Bob still in the conference room?", "Bob\u2019s still in the conference room?"):
+        assert ask(agent, present).binary != "yes", present
+    for past in ("Was Bob's colleague still in the conference room?",
+                 "Is it true that Bob was still in the conference room?"):
+        assert ask(agent, past).binary == "yes", past
 
 
 def test_a_time_the_parser_cannot_read_is_said_not_widened(agent):

@@ -239,6 +239,8 @@ def test_find_sorted_by_subtraction_and_by_search_agree():
         assert held.tolist() == [w in set(ids.tolist()) for w in wanted]
         assert (ids[at[held]] == wanted[held]).all()
     assert find_sorted(np.zeros(0, np.int64), wanted)[1].sum() == 0
+    at, held = find_sorted(np.array([1, 2, 2, 4]), np.array([3, 4]))     # the span looks consecutive, it is not
+    assert held.tolist() == [False, True] and at[1] == 3
 
 
 @pytest.mark.parametrize("graph", [False, True])
@@ -263,3 +265,16 @@ def test_ranking_stays_exact_after_forgetting_rows_in_the_middle(tmp_path, graph
         else:
             assert len({h["id"] for h in got} & {oid for _, oid in exact}) >= 18
     s.close()
+
+
+def test_newer_than_counts_by_binary_search_on_a_descending_array():
+    from embodied_memory.store.time_order import TimeTable, newer_than
+    times_desc = np.array([9.0, 7.0, 7.0, 5.0, 1.0])
+    assert [newer_than(times_desc, t) for t in (10, 9, 7, 6, 0)] == [0, 0, 1, 3, 5]
+    assert [newer_than(times_desc, t, inclusive=True) for t in (10, 9, 7, 6, 0)] == [0, 1, 3, 3, 5]
+    table = TimeTable.of_rows(np.array([3, 1, 2]), np.array([5.0, 9.0, 7.0]), 0).appended(np.array([4]),
+                                                                                      np.array([2.0]))
+    assert table.ids.tolist() == [1, 2, 3, 4] and table.newest == 9.0
+    assert table.times_of(np.array([4, 5, 2]))[0][[0, 2]].tolist() == [2.0, 7.0]
+    assert table.times_of(np.array([4, 5, 2]))[1].tolist() == [True, False, True]
+

@@ -114,7 +114,7 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
                             about_people=about_people, time_words=time_words,
                             unknown_person=unknown_person, unknown_place=unknown_place,
                             unknown_by_reading=_read_as_name(question, unknown_person),
-                            asks_now=start is None and bool(_NOW.search(q)),
+                            asks_now=start is None and _asks_now(q, fq),
                             unread_time=unread_time_words(q, expression))
     parsed.canonical = canonical_form(clause, in_clause, place, unknown_person, time_words)
     if focus and not in_clause:       # "... Bob ...; where did you see him last?"
@@ -232,10 +232,17 @@ def leading_wh(q: str) -> str:
     return ""
 
 
-# "now", or "still" in a present-tense question ("is Bob still in the lab?"): about the present,
-# so an old sighting there is no "yes"
-_NOW = re.compile(r"\b(now|right now|at the moment|currently|at present|at this moment)\b|"
-                  r"\b(is|are|'s)\b[^.;?]*\bstill\b")
+_NOW = re.compile(r"\b(now|right now|at the moment|currently|at present|at this moment)\b")
+# "still" in a present-tense question ("is Bob still in the lab?", "isn't she still there?",
+# "Bob's still in the lab?") asks about now too: an old sighting there is no "yes"; not with a
+# past or habit word ("was Bob's colleague still ...", "is Bob still coming in every day?")
+_STILL_NOW = re.compile(r"^(is|are)(n't| not)?\b[^.;]*\bstill\b|\b\w+'(s|re) still\b")
+_NOT_PRESENT = re.compile(r"\b(was|were|had|did|usually|always|every|often|ever)\b")
+
+
+def _asks_now(q: str, asking_clause: str) -> bool:
+    clause = asking_clause.replace("\u2019", "'")
+    return bool(_NOW.search(q)) or (bool(_STILL_NOW.search(clause)) and not _NOT_PRESENT.search(clause))
 _PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone|anybody|everyone|everybody|"
                            r"visitors?|man|woman|men|women|folks?|individuals?|colleagues?|staff|headcount|"
                            r"guests?|employees?|coworkers?|co-workers?|faces|crowds?|heads)\b")

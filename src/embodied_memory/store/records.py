@@ -89,8 +89,8 @@ class RecordsMixin:
 
     Relies on: ``params``, ``data_dir``, ``db_path``, ``_local``, ``_write_lock``,
     ``rejections``, ``_rejections_lock``, ``_indexes``, ``_index_lock`` and
-    ``_inserted_since_checkpoint`` (set by ``MemoryStore.__init__``); ``_time_ids`` /
-    ``_time_vals`` (retrieval's row id -> time table, extended on insert); ``text_embedder``
+    ``_inserted_since_checkpoint`` (set by ``MemoryStore.__init__``); ``_time_table``
+    (retrieval's row id -> time table, extended on insert); ``text_embedder``
     and ``_checkpoint_in_background`` (index_lifecycle); ``_forgotten_among``,
     ``_drop_forgotten`` and ``_remove_files`` (identities)."""
 
@@ -414,9 +414,8 @@ class RecordsMixin:
             log.info("dropped %d sightings of forgotten identities (%d observations stored)",
                      result.sightings_dropped, len(result.stored))
         if result.stored:
-            new_ids = np.array(inserted_rows, dtype=np.int64)
-            self._time_ids = np.concatenate([self._time_ids, new_ids])
-            self._time_vals = np.concatenate([self._time_vals, np.array(inserted_times, dtype=np.float64)])
+            self._time_table = self._time_table.appended(np.array(inserted_rows, dtype=np.int64),
+                                                         np.array(inserted_times, dtype=np.float64))
         # committed: nothing below may fail the call (the sender would take a stored record for lost)
         with self._index_lock:  # an index not open yet reads these rows from SQLite when it opens
             for kind, items in new_vectors.items():

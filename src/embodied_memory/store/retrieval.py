@@ -22,7 +22,7 @@ from ..calendar_windows import day_window
 from ..types import as_vector
 from .errors import InvalidArgumentError, StoreError, UnknownPersonError
 from .records import _unit
-from .stored_vectors import find_sorted
+from .time_order import TimeTable, newer_than
 from .tool_registry import OBSERVATION, SIGHTING, query_tool
 from .vector_index import CannotScoreIds
 
@@ -53,7 +53,7 @@ class RetrievalMixin:
     """Ranking and the retrieval functions of :class:`MemoryStore`.
 
     Relies on: ``params``, ``tz``, ``recency``, ``summariser``, ``_image_query_embedder``
-    and ``_time_ids`` / ``_time_vals`` / ``_times_version`` (set by ``MemoryStore.__init__``
+    and ``_time_table`` (a time_order.TimeTable, set by ``MemoryStore.__init__``
     through ``_load_times``), ``_newest_first`` (a time_order.NewestFirst); ``_conn`` and ``_transaction`` (records); ``_index`` and
     ``embed_text`` (index_lifecycle); ``resolve_person`` (identities)."""
 
@@ -104,14 +104,12 @@ class RetrievalMixin:
         rows = self._conn().execute("SELECT id, t FROM observations INDEXED BY obs_t").fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         times = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-        order = np.argsort(ids, kind="stable")
-        self._time_ids, self._time_vals = ids[order], times[order]
-        self._times_version = getattr(self, "_times_version", 0) + 1     # rows deleted: orders start afresh
+        previous = getattr(self, "_time_table", None)      # rows deleted: orders start afresh
+        self._time_table = TimeTable.of_rows(ids, times, previous.version + 1 if previous else 0)
 
     def _times_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(times, known) for row ids; unknown = deleted since the index was written."""
-        at, known = find_sorted(self._time_ids, ids)
-        return (self._time_vals[at] if len(self._time_vals) else np.zeros(len(ids))), known
+        return self._time_table.times_of(ids)
 
     def _ranked(self, kind: str, query_vec: np.ndarray, n: int, *, before: Optional[float],
                 now: Optional[float], use_recency: bool, subset: Optional[np.ndarray] = None,
@@ -153,8 +151,9 @@ class RetrievalMixin:
         except CannotScoreIds:
             pass
         least_penalty = 0.0
-        if use_recency and len(self._time_vals):
-            newest = float(self._time_vals.max()) if before is None else min(before, float(self._time_vals.max()))
+        table = self._time_table
+        if use_recency and len(table.ids):
+            newest = table.newest if before is None else min(before, table.newest)
             least_penalty = self.recency.weight_time * float(self.recency.penalty((now - newest) / 3600.0))
         limit = index.limit_for(None if subset is None else len(subset))
         k = min(total, max(index.candidates, 4 * n), limit)
@@ -204,11 +203,10 @@ class RetrievalMixin:
         while fewer than n are held (masked rows). Near-duplicates cost nothing either way.
         Each round scores only the rows it adds (their times are the newest-first table's) and
         keeps a running best; no row is read."""
-        ids_desc, times_desc, negated = self._newest_first.order(self._time_ids, self._time_vals,
-                                                                 self._times_version)
+        ids_desc, times_desc = self._newest_first.order(self._time_table)
         if before is not None:
-            start = int(np.searchsorted(negated, -before, side="left"))   # the first at or before it
-            ids_desc, times_desc, negated = ids_desc[start:], times_desc[start:], negated[start:]
+            start = newer_than(times_desc, before)                     # the first at or before it
+            ids_desc, times_desc = ids_desc[start:], times_desc[start:]
         if len(ids_desc) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         k, limit = min(index.count(), 4 * n), min(index.count(), index.max_k)   # a graph's ef >= 128 anyway
@@ -256,7 +254,7 @@ class RetrievalMixin:
             oldest_that_can_win = now - 3600.0 * self.recency.hours_for_penalty(needed)
             if times_desc[scored_to] < oldest_that_can_win:
                 break
-            reach = int(np.searchsorted(negated, -oldest_that_can_win, side="right"))
+            reach = newer_than(times_desc, oldest_that_can_win, inclusive=True)
             if reach - scored_to > ROWS_PER_SEARCH and k < limit:    # cheaper to look further by similarity
                 k = min(limit, 4 * k)
                 near_ids, near_sims, near_best = nearest(k)

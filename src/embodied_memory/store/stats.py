@@ -5,12 +5,12 @@ from __future__ import annotations
 class StatsMixin:
     """Counts and sizes of :class:`MemoryStore`.
 
-    Relies on: ``params``, ``data_dir``, ``rejections`` and ``_time_ids`` (set by
+    Relies on: ``params``, ``data_dir``, ``rejections`` and ``_time_table`` (set by
     ``MemoryStore.__init__``); ``_conn`` (records); ``_index`` and ``VECTOR_KINDS``
     (index_lifecycle)."""
 
     def observation_count(self) -> int:
-        return len(self._time_ids)
+        return len(self._time_table.ids)
 
     def bytes_on_disk(self) -> int:
         """The database, its WAL and the vector snapshots (images/ and identities/ not counted)."""

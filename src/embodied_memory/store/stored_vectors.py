@@ -27,8 +27,8 @@ def find_sorted(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np
     first = int(sorted_ids[0])
     if int(sorted_ids[-1]) - first + 1 == size:
         at = ids - first
-        held = (at >= 0) & (at < size)
-        return np.where(held, at, 0), held
+        at = np.where((at >= 0) & (at < size), at, 0)
+        return at, sorted_ids[at] == ids          # checked: an unsorted or repeated input finds nothing wrong
     at = np.minimum(np.searchsorted(sorted_ids, ids), size - 1)
     return at, sorted_ids[at] == ids
 
