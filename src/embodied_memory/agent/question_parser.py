@@ -243,6 +243,8 @@ _NOT_PRESENT = re.compile(r"\b(was|were|had|did|usually|always|every|often|ever)
 def _asks_now(q: str, asking_clause: str) -> bool:
     clause = asking_clause.replace("\u2019", "'")
     return bool(_NOW.search(q)) or (bool(_STILL_NOW.search(clause)) and not _NOT_PRESENT.search(clause))
+
+
 _PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone|anybody|everyone|everybody|"
                            r"visitors?|man|woman|men|women|folks?|individuals?|colleagues?|staff|headcount|"
                            r"guests?|employees?|coworkers?|co-workers?|faces|crowds?|heads)\b")
