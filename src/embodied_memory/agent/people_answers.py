@@ -68,8 +68,6 @@ class PeopleAnswers:
     def _when(self, p: ParsedQuestion) -> str:
         """The question's time phrase for the answer's text ("on Monday"), or the default window
         the last ``window`` call used ("today"): a "no" must say for when; "" for all time."""
-        if p.asks_now and p.place:               # the window ``window`` gives it
-            return f"in the last {NOW_S // 60} minutes"
         if not p.time_words:
             return getattr(self, "_default", "")
         phrase = _CALENDAR_NAME.sub(lambda m: m.group(0).capitalize(), " ".join(p.time_words))
@@ -81,6 +79,7 @@ class PeopleAnswers:
         now = self.tools.now
         self._default = ""
         if p.asks_now and p.place:
+            self._default = f"in the last {NOW_S // 60} minutes"
             return max(0.0, now - NOW_S), now
         if p.start is not None or p.end is not None:
             return p.start or 0.0, min(p.end or now, now)
