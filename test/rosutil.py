@@ -74,10 +74,14 @@ class LaunchedStack:
     def log(self) -> str:
         return self.log_path.read_text()
 
+    def pids(self, node: str) -> list[int]:
+        """Every process the launcher started for ``node``, oldest first."""
+        return [int(p) for p in re.findall(rf"started node '{node}' \(\S+, pid (\d+)\)", self.log())]
+
     def pid_of(self, node: str, nth: int = 1) -> int:
         def find():
-            pids = re.findall(rf"started node '{node}' \(\S+, pid (\d+)\)", self.log())
-            return int(pids[nth - 1]) if len(pids) >= nth else None
+            pids = self.pids(node)
+            return pids[nth - 1] if len(pids) >= nth else None
         return wait_until(find, 20, what=f"launcher to start '{node}' (#{nth})")
 
     def stop(self, sig=signal.SIGINT, timeout: float = 30.0) -> int:
