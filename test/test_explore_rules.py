@@ -118,6 +118,7 @@ def test_learn_rules_command_runs_training_episodes_and_stores_their_rules(tmp_p
     (["explore-bench", "--rules-episodes", "2"], "--rules-episodes needs --llm-base-url"),
     (["explore-bench", "--policies", "nearest,random"], "--policies"),
     (["explore-bench", "--policies", "mllm"], "needs --llm-base-url"),
+    (["explore-bench", "--answerer", "vlm"], "--answerer vlm needs --llm-base-url"),
 ])
 def test_rule_and_bench_commands_refuse_bad_arguments_in_one_line(argv, problem, capsys):
     from embodied_memory.cli import main
@@ -127,11 +128,18 @@ def test_rule_and_bench_commands_refuse_bad_arguments_in_one_line(argv, problem,
 
 def test_the_ablation_gives_learned_rules_to_the_semantic_and_both_runs(tmp_path):
     from embodied_memory.sim.explore_benchmark import ExploreBenchConfig, run_explore_benchmark
-    with ScriptedLLM([content(PSEUDOCODE), content(json.dumps(RULES))]) as llm:
+    rule_replies = iter([content(PSEUDOCODE), content(json.dumps(RULES))])
+
+    def reply(body, n):        # the rule writer's two calls, then OpenEQA's judge for each episode's answer
+        asked = body["messages"][0]["content"]
+        return content('{"mark": 4}') if "evaluate the response" in str(asked) else next(rule_replies)
+    with ScriptedLLM([], choose=reply) as llm:
         res = run_explore_benchmark(ExploreBenchConfig(seeds=(1,), policies=("semantic",), scenarios=("same",),
                                                        rules_episodes=1, llm_base_url=llm.base_url), tmp_path,
                                     progress=False)
     assert len(res["training"]) == 1 and len(res["rules"]) == 2
+    # with an endpoint every answer is judged too (LLM-Match, (4 - 1) / 4), and weighed by SPL
+    assert all(r["llm_match"] == 0.75 and r["llm_match_spl"] == round(0.75 * r["spl"], 3) for r in res["episodes"])
     given = {r["memory"]: r["rules_given"] for r in res["episodes"] if r["scenario"] == "same"}
     assert given == {"none": 0, "episodic": 0, "semantic": 2, "both": 2}
     assert set(res["by_policy"]["semantic"]) == {"none", "episodic", "semantic", "both"}

@@ -1,6 +1,7 @@
 """HIMM's claims on the simulated office: a second episode with episodic recall reaches the target
 with a shorter path than without (SPL over several seeds); a moved target is still found; the
-semantic policy finds targets on a first visit with a shorter path than the nearest frontier."""
+semantic policy finds targets on a first visit with a shorter path than the nearest frontier; each
+episode answers its question (EQA) from what it saw."""
 import json
 
 import cv2
@@ -54,6 +55,25 @@ def test_the_report_and_maps_are_written(results):
     assert json.loads((out / "results.json").read_text())["summary"] == res["summary"]
     image = cv2.imread(str(out / "maps" / "s0-semantic-B-same-episodic.png"))
     assert image is not None and image.shape[0] > 100
+
+
+def test_every_episode_answers_its_question_from_what_it_saw(results):
+    out, res = results
+    rows = res["episodes"]
+    assert {r["question_kind"] for r in rows} == {"location", "yes_no"}     # seeds 0, 1: where; 2: yes/no
+    for r in rows:
+        if r["success"]:        # the target was reached: the answer names its room (moved: the new one)
+            assert r["truth_match"] == 1.0, (r["episode"], r["question"], r["answer"], r["true_answer"])
+        if r["memory"] == "none":   # no memory: the answer's evidence is this episode's own views
+            assert r["answer_evidence"] and all(e.startswith(r["episode"] + "/") for e in r["answer_evidence"]), r
+        assert r["llm_match"] is None and r["truth_match_spl"] == round(r["truth_match"] * r["spl"], 3)
+    # the target moved: with episode A's memory, the room this episode saw it in wins over the remembered one
+    moved = [r for r in rows if r["scenario"] == "moved" and r["question_kind"] == "location" and r["recall"]]
+    assert moved and all(r["truth_match"] == 1.0 for r in moved), moved
+    semantic = res["by_policy"]["semantic"]["episodic"]
+    assert semantic["truth_match"] == 1.0 and semantic["truth_match_spl"] == semantic["spl"]
+    report = (out / "report.md").read_text()
+    assert "| EQA truth-match | truth-match x SPL | LLM-Match | LLM-Match x SPL |" in report
 
 
 def test_exploration_goes_on_when_the_memory_fails():

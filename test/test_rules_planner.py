@@ -86,6 +86,9 @@ def test_unknown_people_and_places_get_i_dont_know(agent):
     assert (ans.status, ans.text) == ("no_answer", "I don't know where the ballroom is.") and not ans.binary
     ans = agent.ask("Could you take me to the library?", as_of=NOW)
     assert (ans.status, ans.text) == ("no_answer", "I don't know where the library is.")
+    # a room never visited is unknown although known rooms end in "room" (meeting room; the kitchen's "break room")
+    ans = agent.ask("Is there a red mug in the server room?", as_of=NOW)
+    assert (ans.status, ans.text) == ("no_answer", "I don't know where the server room is.") and not ans.binary
     # known people (by id and by display name) and places keep being answered
     ans = agent.ask("Where has bob been noticed most recently?", as_of=NOW)
     assert ans.status == "ok" and ans.waypoint == "entrance"

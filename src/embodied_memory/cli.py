@@ -244,8 +244,11 @@ def cmd_explore_bench(args) -> int:
         raise ConfigError("--policies mllm needs --llm-base-url (an OpenAI-compatible multimodal endpoint)")
     if args.rules_episodes and not args.llm_base_url:
         raise ConfigError("--rules-episodes needs --llm-base-url (the model that writes the rules)")
+    if args.answerer == "vlm" and not args.no_eqa and not args.llm_base_url:
+        raise ConfigError("--answerer vlm needs --llm-base-url (an OpenAI-compatible vision-language endpoint)")
     results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds, policies=policies, llm_base_url=args.llm_base_url,
-                                                       llm_model=args.llm_model, rules_episodes=args.rules_episodes),
+                                                       llm_model=args.llm_model, rules_episodes=args.rules_episodes,
+                                                       eqa=not args.no_eqa, answerer=args.answerer),
                                     Path(args.out))
     print(main_summary(results))
     print(f"report: {Path(args.out) / 'report.md'}")
@@ -393,9 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_arguments(add("eval", cmd_eval, "evaluate planners and memory ablations on a simulated episode (or a "
                                             "public question set against a recording); writes report.md, "
                                             "results.json and plots"))
-    p = add("explore-bench", cmd_explore_bench, "HIMM exploration in the simulated office: SPL per policy, with "
-                                                "and without episodic recall, target in place or moved; writes "
-                                                "report.md")
+    p = add("explore-bench", cmd_explore_bench, "HIMM exploration and EQA in the simulated office: SPL, answer "
+                                                "accuracy and their product per policy, with and without episodic "
+                                                "recall, target in place or moved; writes report.md")
     p.add_argument("--out", default="explore_results", help="output directory")
     p.add_argument("--seeds", default=",".join(str(v) for v in range(10, 20)),
                    help="comma-separated world seeds (default 10-19: held out from the semantic policy's tuning)")
@@ -405,6 +408,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules-episodes", type=int, default=0, help="learn rules from this many training episodes "
                                                                  "first (seeds 100+) and add the semantic-memory "
                                                                  "ablation (semantic, both)")
+    p.add_argument("--answerer", choices=("memory", "vlm"), default="memory",
+                   help="who answers each episode's question: memory (the query agent, offline) or vlm (the "
+                        "episode's views to --llm-base-url); with an endpoint, answers also get LLM-Match")
+    p.add_argument("--no-eqa", action="store_true", help="episodes look for their target without a question")
     p = add("learn-rules", cmd_learn_rules, "HIMM semantic memory: run training episodes in the simulated office "
                                             "(seeds 100+, never benchmarked), extract if-then / situation-suggestion "
                                             "/ problem-solution rules with an LLM and store them; stop the stack "

@@ -104,6 +104,7 @@ class QueryAgentNodeParams(AgentParams):
         return self.question_timeout() + self.navigation_timeout_s + ANSWER_GRACE_S
 
 
+WAYPOINT_RADIUS_M = 3.0        # a pose this near a table waypoint is at it (its views are tagged with it)
 MAX_ADMITTED_QUESTIONS = 128   # concurrent + queued: each waiting question holds an executor thread
 ANSWER_GRACE_S = 5.0           # beyond the question's budget: the reply's way back to the caller
 
@@ -116,7 +117,7 @@ class FrameSelectorNodeParams(SelectionParams, TopicParams):
     progress_topic: str = "/memory/frames_processed"   # replay --paced waits on it
     waypoints_file: str = ""                           # waypoint table: frames without a reported waypoint
                                                        # get the nearest one of it
-    waypoint_radius_m: float = 3.0                     # within this distance (m) of a table waypoint
+    waypoint_radius_m: float = WAYPOINT_RADIUS_M       # within this distance (m) of a table waypoint
     episode_id: str = ""                               # "" = "run_<start time>"
     flush_after_s: float = 3.0                         # no frame for this long: close the segment
     acks_topic: str = ACKS_TOPIC                       # keyframes are kept until the memory (or
@@ -241,6 +242,11 @@ class ExploreNodeParams:
     planner_images: bool = True            # mllm: send the map and views as images (False: as text, for a
                                            # text-only model)
     decomposition: str = "words"           # words | llm: the instruction's target, related objects and areas
+    waypoints_file: str = ""               # robot: YAML waypoints {id: {x, y, yaw, names}}: the stored views'
+                                           # places (the nearest within waypoint_radius_m); sim: the floor plan
+    waypoint_radius_m: float = WAYPOINT_RADIUS_M
+    answerer: str = "memory"               # a question goal's answer: memory (the query agent at ask_service, over
+                                           # what the episode stored) | vlm (the episode's views to llm_base_url)
     pruning: str = "geometric"             # geometric | mllm (needs llm_base_url)
     verifier: str = "feature_match"        # feature_match | mllm (needs llm_base_url)
     llm_base_url: str = ""                 # OpenAI-compatible multimodal endpoint
@@ -275,8 +281,10 @@ class ExploreNodeParams:
             raise ValueError(f"explore_policy: unknown '{self.explore_policy}' ({' | '.join(EXPLORE_POLICIES)})")
         if self.decomposition not in ("words", "llm"):
             raise ValueError(f"decomposition: unknown '{self.decomposition}' (words | llm)")
+        if self.answerer not in ("memory", "vlm"):
+            raise ValueError(f"answerer: unknown '{self.answerer}' (memory | vlm)")
         for name, model in (("pruning", "mllm"), ("verifier", "mllm"), ("explore_policy", "mllm"),
-                            ("decomposition", "llm")):
+                            ("decomposition", "llm"), ("answerer", "vlm")):
             if getattr(self, name) == model and not self.llm_base_url:
                 raise ValueError(f"{name}: {model} needs llm_base_url (an OpenAI-compatible multimodal endpoint)")
         if self.environment == "robot" and not self.llm_base_url:
@@ -287,7 +295,7 @@ class ExploreNodeParams:
         if self.sim_target_room not in ("", "kitchen", "office", "meeting_room"):
             raise ValueError(f"sim_target_room: unknown '{self.sim_target_room}' (kitchen | office | meeting_room)")
         for name in ("max_steps", "look_around_views", "grid_resolution_m", "grid_size_m", "max_range_m",
-                     "approach_radius_m", "max_duration_s", "sensor_timeout_s"):
+                     "approach_radius_m", "max_duration_s", "sensor_timeout_s", "waypoint_radius_m"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be > 0")
 

@@ -372,10 +372,10 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
                    person_words: frozenset = frozenset()) -> str:
     """A place phrase ("in the ballroom") that names no known waypoint: one whose last word is a
     room word, or any "in the X" when the question is about someone, or "to X" for a command.
-    Not a phrase with a person's name in it, nor one whose head word is a word of a known place
-    ("the office" where there is an "open office": ambiguous, not unknown)."""
+    Not a phrase with a person's name in it, nor one whose words are all words of one known place
+    ("the office" where there is an "open office": ambiguous, not unknown; but "the meeting room"
+    is unknown where "break room" is the only room)."""
     words = _words(q)
-    place_words = {w for name in place_names for w in name.split()}
     for i, word in enumerate(words):
         if word not in ("in", "inside", "into", "within", "at", "to") and not (
                 word == "of" and i and words[i - 1] in _BESIDE):
@@ -398,8 +398,8 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
         if phrase[-1] in _NOT_PLACES:
             continue
         text = " ".join(phrase)
-        if (any(re.search(rf"\b{re.escape(name)}\b", text) for name in place_names)
-                or phrase[-1] in place_words or person_words & set(phrase)):
+        if (any(re.search(rf"\b{re.escape(name)}\b", text) or set(phrase) <= set(name.split())
+                for name in place_names) or person_words & set(phrase)):
             continue
         if (phrase[-1] in _ROOM_WORDS or (word in ("in", "inside", "into", "within") and about_someone)
                 or (word == "to" and kind == "go")):

@@ -102,6 +102,19 @@ class ExplorationResult:
     recall: Optional[RecallResult] = None
     prunes: list[PruneResult] = field(default_factory=list)
     grid: Optional[OccupancyGrid] = None
+    views: list["EpisodeView"] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EpisodeView:
+    """One view of the episode as stored (what an answerer reads when the explorer is ready to answer)."""
+    observation_id: str
+    pose: Pose
+    place: str                        # the named place the robot was at ("" without a place table)
+    description: str
+    image_path: str                   # "" without an image directory
+    step: int
+    target_seen: bool
 
 
 Feedback = Callable[["Explorer", Pose], None]     # called once per step (state, frontiers, map)
@@ -113,7 +126,8 @@ class Explorer:
                  recall: Optional[EpisodicRecall] = None, pruner=None, image_dir: Optional[Path] = None,
                  ready_to_answer: Optional[Callable[[str], bool]] = None, feedback: Optional[Feedback] = None,
                  should_stop: Optional[Callable[[], bool]] = None, policy: Optional[ExplorationPolicy] = None,
-                 decomposer: Optional[Callable[[str, str], Instruction]] = None):
+                 decomposer: Optional[Callable[[str, str], Instruction]] = None,
+                 place_of: Optional[Callable[[float, float], str]] = None):
         self.env, self.detector, self.params = env, detector, params
         self.policy = policy or NearestPolicy(params.landmark_weight)
         self.decompose = decomposer or decompose
@@ -121,6 +135,7 @@ class Explorer:
         self.recall_engine, self.pruner = recall, pruner or GeometricPruner(d_min=params.d_min_m)
         self.image_dir = Path(image_dir) if image_dir else None
         self.ready_to_answer, self.feedback, self.should_stop = ready_to_answer, feedback, should_stop
+        self.place_of = place_of         # (x, y) -> the named place there (the robot's waypoint table)
         self.grid = OccupancyGrid(params.grid)
         self._radius_cells = int(math.ceil(params.robot_radius_m / params.grid.resolution))
 
@@ -142,10 +157,14 @@ class Explorer:
             path.parent.mkdir(parents=True, exist_ok=True)
             cv2.imwrite(str(path), frame.image, [cv2.IMWRITE_JPEG_QUALITY, 85])
             image_path = str(path)
+        observation_id = f"{self.episode_id}/{len(self.log):05d}"
+        place = self.place_of(p.x, p.y) if self.place_of is not None else ""
         if self.store is not None:
-            self.store.insert([Observation(f"{self.episode_id}/{len(self.log):05d}", frame.stamp, self.episode_id,
-                                           Pose(p.x, p.y, p.z, p.yaw), description=description,
-                                           image_path=image_path, global_embedding=embedding)])
+            self.store.insert([Observation(observation_id, frame.stamp, self.episode_id, Pose(p.x, p.y, p.z, p.yaw),
+                                           description=description, image_path=image_path, waypoint_id=place,
+                                           global_embedding=embedding)])
+        self.views.append(EpisodeView(observation_id, Pose(p.x, p.y, p.z, p.yaw), place, description, image_path,
+                                      self.step, seen is not None))
         self.log.append(ExecutionStep(self.step, self.meta.state.value, p.x, p.y, p.yaw, action,
                                       f"target in view at ({seen[0]:.1f}, {seen[1]:.1f})" if seen else "",
                                       image_path))
@@ -202,6 +221,7 @@ class Explorer:
         self.episode_id, self.step, self.path_length = episode_id, 0, 0.0
         self.grid = OccupancyGrid(p.grid)          # each episode has its own map
         self.log: list[ExecutionStep] = []
+        self.views: list[EpisodeView] = []
         self.meta = MetaMemory()
         self.target_xy: Optional[tuple[float, float]] = None
         self._looked_from: list[tuple[float, float]] = []
@@ -318,7 +338,8 @@ class Explorer:
         if self.store is not None:
             self.store.save_occupancy_map(episode_id, self.grid.values(), self.grid.resolution, self.grid.origin)
         return ExplorationResult(success, message, episode_id, round(self.path_length, 3), self.step, self.target_xy,
-                                 final, self.log, self.meta, recall, prunes, self.grid)
+                                 final, self.log, self.meta, recall, prunes, self.grid,
+                                 self.views)
 
     def _rules(self) -> list[str]:
         """The semantic memory's rules for this instruction, as lines for the planner."""

@@ -40,6 +40,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ..agent.answer import Answer
+from ..explore.episode_answer import VlmAnswerer
 from ..explore.episodic_recall import EpisodicRecall, FeatureMatchVerifier, MllmPlaceVerifier
 from ..explore.explorer import Explorer, ExplorerParams
 from ..explore.frontier_pruning import GeometricPruner, MllmPruner
@@ -68,6 +69,7 @@ class ExploreNode(Node):
         self._running = 0
         self._last_episode, self._repeats = "", 0
         self._ready_answer = None           # the answer the ready-to-answer check got (this goal's)
+        self._place_of = None               # (x, y) -> the named place there, for the views it stores
         self.health.gauges["goals_active"] = lambda: self._running
         self._client = None
         if p.llm_base_url:
@@ -85,7 +87,7 @@ class ExploreNode(Node):
         from ..perception.image_embedding import MobileNetV2Embedder
         self.embedder = MobileNetV2Embedder()
         self.text_embedder = None
-        if p.explore_policy != "nearest":
+        if p.explore_policy != "nearest" or p.answerer == "vlm":
             from ..text_embedding import MiniLMTextEmbedder
             self.text_embedder = MiniLMTextEmbedder()
         self._decomposer = LlmDecomposer(self._client).decompose if p.decomposition == "llm" else None
@@ -107,6 +109,8 @@ class ExploreNode(Node):
             if p.sim_target_room:
                 task = replace(task, target_room=p.sim_target_room)
             env = SimExplorationEnv(task, start_pose(p.sim_start))
+            from ..sim.eqa import floor_plan_place
+            self._place_of = floor_plan_place       # the office's room names, as an operator labels a map
             self.get_logger().warning(
                 f"simulated office (seed {p.sim_seed}, {task.target} in the {task.target_room}): target detection and "
                 "descriptions are simulator oracles (a labelled stand-in for a VLM)")
@@ -115,6 +119,10 @@ class ExploreNode(Node):
         from .navigation_client import NavigateClient
         from .robot_exploration_env import RosExplorationEnv
         env = RosExplorationEnv(self, p, NavigateClient(self, p.navigation_action))
+        if p.waypoints_file:                        # the robot's named places tag the views (as the frame selector's)
+            from ..nav.waypoints import WaypointTable
+            table = WaypointTable.from_yaml(p.waypoints_file)
+            self._place_of = lambda x, y: table.label_for(x, y, p.waypoint_radius_m)
         vlm = VLMDescriber(p.llm_base_url, p.llm_model)
         detector = _LazyCameraDetector(self._client, env)
         return env, detector, (lambda frame: vlm.describe([frame.image], {})[0])
@@ -139,8 +147,9 @@ class ExploreNode(Node):
                         recall=EpisodicRecall(self.memory, verifier, p.recall_top_k, p.target_threshold),
                         pruner=pruner, image_dir=Path(p.image_dir).expanduser(),
                         feedback=lambda ex, pose: self._on_step(goal_handle, ex, pose),
-                        should_stop=stop, policy=policy, decomposer=self._decomposer,
-                        ready_to_answer=self._memory_answers if self._ask is not None else None)
+                        should_stop=stop, policy=policy, decomposer=self._decomposer, place_of=self._place_of,
+                        ready_to_answer=self._memory_answers if self._ask is not None and p.answerer == "memory"
+                        else None)
 
     # -- action ---------------------------------------------------------------------------------
     def _on_goal(self, goal) -> GoalResponse:
@@ -227,6 +236,8 @@ class ExploreNode(Node):
         return False
 
     def _answer(self, question: str, target: str, result):
+        if question and self.params.answerer == "vlm":     # the episode's views, to the model
+            return answer_to_msg(VlmAnswerer(self._client, self.text_embedder).answer(question, result.views))
         if question and self._ask is not None:
             return self._ready_answer if self._ready_answer is not None else self._ask_agent(question)
         if result.success and result.target_xy is not None:

@@ -3,9 +3,16 @@ with and without episodic recall.
 
 Per seed and policy, a fresh memory: episode A explores from the lobby until the target is seen
 (it fills the memory and saves its map); episode B starts elsewhere and looks for the same
-target, once without recall and once with it. Scenario ``moved``: before episode B the target is
-carried to another room, so the recalled place is stale (HIMM: the past is verified, not blindly
-trusted). Episodes without recall (A, and B without) compare the policies on a first visit.
+target, once with episode A's memory (a copy of it: every run writes its own views) and once
+with none. Scenario ``moved``: before episode B the target is carried to another room, so the
+recalled place is stale (HIMM: the past is verified, not blindly trusted). Episodes without
+memory (A, and B without) compare the policies on a first visit.
+
+EQA (``sim.eqa``): every episode's instruction is its task's question (where the target is, or
+whether it is in a named room); when it ends, the answerer answers from this episode's views and
+the memory (offline: the query agent over the stored descriptions, whose views carry the floor
+plan's room names) and the answer is scored on the simulator's truth, and with LLM-Match when
+an endpoint is given; each times SPL (HIMM's LLM-Match x SPL).
 
 Success is judged on the simulator's truth (scoring only): the episode ended within
 ``approach_radius_m`` + 0.5 m of the target. SPL = success * shortest / max(shortest, driven),
@@ -19,18 +26,25 @@ out from that tuning.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import shutil
 import statistics
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Optional
 
 import cv2
 import numpy as np
 
 from .exploration import (TARGET_ROOMS, GroundTruthTargetDetector, SimExplorationEnv, SimTask,  # noqa: I100
                           ground_truth_description, make_task, start_pose)
+from .eqa import EqaQuestion, floor_plan_place, llm_match, question_for, truth_score
+from ..agent.query_agent import AgentParams, QueryAgent
+from ..agent.tools import StoreMemoryClient
+from ..explore.episode_answer import MemoryAnswerer, VlmAnswerer
 from ..explore.episodic_recall import EpisodicRecall, FeatureMatchVerifier
 from ..explore.explorer import ExplorationResult, Explorer, ExplorerParams
 from ..explore.map_render import render_map
@@ -43,6 +57,8 @@ log = logging.getLogger(__name__)
 
 
 HELD_OUT_SEEDS = tuple(range(10, 20))    # the semantic policy was tuned on seeds 0-9
+ANSWERERS = ("memory", "vlm")
+EQA_SCORES = ("truth_match", "truth_match_spl", "llm_match", "llm_match_spl")
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,8 @@ class ExploreBenchConfig:
     first_start: str = "lobby"
     second_start: str = "corridor_west"
     scenarios: tuple[str, ...] = ("same", "moved")
+    eqa: bool = True                      # each episode is asked its task's question (sim.eqa), answered at the end
+    answerer: str = "memory"              # memory (the query agent, offline) | vlm (the episode's views, needs the endpoint)
     width: int = 320
     height: int = 240
     explorer: ExplorerParams = ExplorerParams()
@@ -90,25 +108,47 @@ def spl(success: bool, path_m: float, shortest: float) -> float:
 
 
 class _Run:
-    def __init__(self, cfg: ExploreBenchConfig, store, embedder, text_embedder, client, image_dir: Path,
-                 map_dir: Path):
-        self.cfg, self.store, self.embedder, self.image_dir, self.map_dir = cfg, store, embedder, image_dir, map_dir
+    def __init__(self, cfg: ExploreBenchConfig, embedder, text_embedder, client, image_dir: Path, map_dir: Path):
+        self.cfg, self.embedder, self.image_dir, self.map_dir = cfg, embedder, image_dir, map_dir
         self.text_embedder, self.client = text_embedder, client
 
-    def episode(self, task: SimTask, policy: str, start: str, episode_id: str, recall: bool, write: bool,
+    def _answer(self, question: Optional[EqaQuestion], result: ExplorationResult, store, spl_value: float) -> dict:
+        """The episode's answer to its question and its scores: on the simulator's truth, and
+        LLM-Match (OpenEQA's judge) when an endpoint is given; each times SPL."""
+        if question is None:
+            return {}
+        if self.cfg.answerer == "vlm":
+            answerer = VlmAnswerer(self.client, self.text_embedder)
+        else:
+            agent = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules"))
+            answerer = MemoryAnswerer(lambda q: agent.ask(q))
+        answer = answerer.answer(question.text, result.views)
+        truth = truth_score(question, answer)
+        match = llm_match(self.client, question, answer) if self.client is not None else None
+        return {"question": question.text, "question_kind": question.kind, "true_answer": question.answer,
+                "answer": answer.text if answer.status == "ok" else f"({answer.status}: {answer.error[:120]})",
+                "answer_evidence": answer.evidence[:5], "truth_match": truth,
+                "truth_match_spl": round(truth * spl_value, 3), "llm_match": match,
+                "llm_match_spl": None if match is None else round(match * spl_value, 3),
+                "answer_tokens": answer.tokens_in + answer.tokens_out}
+
+    def episode(self, task: SimTask, policy: str, start: str, episode_id: str, store, recall: bool,
                 rules: bool = False) -> dict:
+        """One episode on ``store`` (the memory this run has: episode A's or none), which it
+        writes its views into; asked its task's question when ``cfg.eqa``."""
         env = SimExplorationEnv(task, start_pose(start), self.cfg.width, self.cfg.height)
+        question = question_for(task) if self.cfg.eqa else None
         try:
             params = replace(self.cfg.explorer, use_episodic_memory=recall)
             chooser = make_policy(PolicyConfig(policy, landmark_weight=params.landmark_weight,
                                                max_range=params.grid.max_range), self.text_embedder, self.client)
-            explorer = Explorer(env, GroundTruthTargetDetector(env), params,
-                                store=self.store if write else _ReadOnly(self.store, rules), embedder=self.embedder,
+            explorer = Explorer(env, GroundTruthTargetDetector(env), params, store=store, embedder=self.embedder,
                                 describer=lambda f: ground_truth_description(env, f),
-                                recall=EpisodicRecall(self.store, FeatureMatchVerifier()) if recall else None,
-                                image_dir=self.image_dir if write else None, policy=chooser)
+                                recall=EpisodicRecall(store, FeatureMatchVerifier()) if recall else None,
+                                image_dir=self.image_dir, policy=chooser, place_of=floor_plan_place)
             t0 = time.perf_counter()
-            result = explorer.run(task.target, episode_id, world="office")
+            result = explorer.run(task.target, episode_id, question=question.text if question else "",
+                                  world="office")
             seconds = time.perf_counter() - t0
             shortest, _ = shortest_route(env, start_pose(start), params)
             success = reached(env, result, params)
@@ -117,11 +157,13 @@ class _Run:
                                                                     result.final_pose.yaw))
             cv2.imwrite(str(self.map_dir / f"{episode_id}.png"), image)
             stats = chooser.stats
-            return {"episode": episode_id, "policy": policy, "target": task.target, "room": task.target_room,
+            spl_value = round(spl(success, result.path_length_m, shortest), 3)
+            answered = self._answer(question, result, store, spl_value)
+            return answered | {"episode": episode_id, "policy": policy, "target": task.target, "room": task.target_room,
                     "start": start, "recall": recall, "rules": rules, "memory": MEMORIES[(recall, rules)],
                     "success": success, "message": result.message,
                     "path_m": round(result.path_length_m, 2), "shortest_m": round(shortest, 2),
-                    "spl": round(spl(success, result.path_length_m, shortest), 3), "steps": result.steps,
+                    "spl": spl_value, "steps": result.steps,
                     "seconds": round(seconds, 2), "model_calls": stats.model_calls, "fallbacks": stats.fallbacks,
                     "tokens": stats.tokens_in + stats.tokens_out, "rules_given": len(explorer.rules),
                     "i_explore": None if result.recall is None else bool(result.recall.i_explore),
@@ -132,21 +174,6 @@ class _Run:
 
 
 MEMORIES = {(False, False): "none", (True, False): "episodic", (False, True): "semantic", (True, True): "both"}
-
-
-class _ReadOnly:
-    """The memory as seen by an episode that must not write (recall reads only); without
-    ``rules`` the semantic memory looks empty."""
-
-    def __init__(self, store, rules: bool = False):
-        self._store, self._rules = store, rules
-
-    def __getattr__(self, name):
-        if name in ("insert", "add_episode", "save_occupancy_map", "add_rule"):
-            return lambda *a, **k: None
-        if name == "rules_for" and not self._rules:
-            return lambda *a, **k: []
-        return getattr(self._store, name)
 
 
 class _RuleBank:
@@ -161,12 +188,14 @@ class _RuleBank:
 
 def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool = True) -> dict:
     from ..perception.image_embedding import MobileNetV2Embedder
-    from ..store.memory_store import open_store
     from ..text_embedding import MiniLMTextEmbedder
     client = None
-    if "mllm" in cfg.policies:
-        if not cfg.llm_base_url:
-            raise ValueError("explore-bench: the mllm policy needs --llm-base-url (an OpenAI-compatible endpoint)")
+    if cfg.answerer not in ANSWERERS:
+        raise ValueError(f"explore-bench: answerer must be one of {', '.join(ANSWERERS)}, not {cfg.answerer!r}")
+    if ("mllm" in cfg.policies or (cfg.eqa and cfg.answerer == "vlm")) and not cfg.llm_base_url:
+        raise ValueError("explore-bench: the mllm policy and the vlm answerer need --llm-base-url "
+                         "(an OpenAI-compatible endpoint)")
+    if cfg.llm_base_url:     # the model policy, the vlm answerer, LLM-Match's judge and rule learning
         from ..llm.chat_client import ChatClient, LLMConfig
         client = ChatClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model))
     if cfg.rules_episodes > 0 and not cfg.llm_base_url:
@@ -175,9 +204,7 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
     embedder, text_embedder = MobileNetV2Embedder(), MiniLMTextEmbedder()
     bank, training = _RuleBank(), []
     if cfg.rules_episodes > 0:
-        from ..llm.chat_client import ChatClient, LLMConfig
         from .rule_training import RuleTrainingConfig, learn_rules
-        client = client or ChatClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model))
         training = learn_rules(RuleTrainingConfig(episodes=cfg.rules_episodes, width=cfg.width, height=cfg.height),
                                bank, client, text_embedder, progress=progress)
     memories = [(False, False), (True, False)] + ([(False, True), (True, True)] if bank.rules else [])
@@ -189,24 +216,22 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
         task = make_task(seed)
         for policy in cfg.policies:
             root = out_dir / f"seed_{seed}" / policy
-            store = open_store(StoreParams(data_dir=str(root / "memory")))
-            try:
-                run = _Run(cfg, store, embedder, text_embedder, client, root / "images", out_dir / "maps")
-                first = run.episode(task, policy, cfg.first_start, f"s{seed}-{policy}-A", recall=False, write=True)
-                rows.append(dict(first, seed=seed, scenario="first"))
-                bar.update(1)
-                for rule in bank.rules:             # learned elsewhere: episode A never saw them
-                    store.add_rule(rule)
-                for scenario in cfg.scenarios:
-                    b_task = task if scenario == "same" else moved(task)
-                    for recall, rules in memories:
-                        name = f"s{seed}-{policy}-B-{scenario}-{MEMORIES[(recall, rules)]}"
-                        row = run.episode(b_task, policy, cfg.second_start, name, recall=recall, write=False,
-                                          rules=rules)
-                        rows.append(dict(row, seed=seed, scenario=scenario))
-                        bar.update(1)
-            finally:
-                store.close()
+            run = _Run(cfg, embedder, text_embedder, client, root / "images", out_dir / "maps")
+            with _memory(root / "memory") as store:
+                first = run.episode(task, policy, cfg.first_start, f"s{seed}-{policy}-A", store, recall=False)
+            rows.append(dict(first, seed=seed, scenario="first"))
+            bar.update(1)
+            for scenario in cfg.scenarios:
+                b_task = task if scenario == "same" else moved(task)
+                for recall, rules in memories:
+                    name = f"s{seed}-{policy}-B-{scenario}-{MEMORIES[(recall, rules)]}"
+                    # episodic memory: a copy of episode A's memory; without it the robot remembers nothing
+                    with _memory(root / name, copy_of=root / "memory" if recall else None) as store:
+                        for rule in bank.rules if rules else ():   # learned elsewhere: episode A never saw them
+                            store.add_rule(rule)
+                        row = run.episode(b_task, policy, cfg.second_start, name, store, recall=recall, rules=rules)
+                    rows.append(dict(row, seed=seed, scenario=scenario))
+                    bar.update(1)
     bar.close()
     summary = summarise(rows)
     results = {"config": asdict(cfg), "episodes": rows, "summary": summary, "by_policy": by_policy(rows),
@@ -215,6 +240,19 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))
     (out_dir / "report.md").write_text(report(results))
     return results
+
+
+@contextlib.contextmanager
+def _memory(data_dir: Path, copy_of: Optional[Path] = None):
+    """A store in ``data_dir``, started as a copy of the closed store in ``copy_of``."""
+    from ..store.memory_store import open_store
+    if copy_of is not None:
+        shutil.copytree(copy_of, data_dir, dirs_exist_ok=True)
+    store = open_store(StoreParams(data_dir=str(data_dir)))
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def moved(task: SimTask) -> SimTask:
@@ -230,8 +268,15 @@ def run_key(row: dict) -> str:
     return f"{row['policy']}/{row['scenario']}/{row['memory']}"
 
 
+def _mean_of(sel: list[dict], key: str) -> Optional[float]:
+    """The mean of a score over the episodes that have it (None: none has it)."""
+    values = [r[key] for r in sel if r.get(key) is not None]
+    return round(statistics.mean(values), 3) if values else None
+
+
 def _mean(sel: list[dict]) -> dict:
-    return {"episodes": len(sel), "success": round(statistics.mean(r["success"] for r in sel), 3),
+    return {**{key: _mean_of(sel, key) for key in EQA_SCORES},
+            "episodes": len(sel), "success": round(statistics.mean(r["success"] for r in sel), 3),
             "spl": round(statistics.mean(r["spl"] for r in sel), 3),
             "path_m": round(statistics.mean(r["path_m"] for r in sel), 1),
             "shortest_m": round(statistics.mean(r["shortest_m"] for r in sel), 1),
@@ -262,23 +307,31 @@ def report(results: dict) -> str:
              "simulator's truth; recall: MobileNetV2 image embeddings, ORB + RANSAC place verification, MiniLM "
              "target query; semantic policy: MiniLM similarity of the views' descriptions to the instruction.", "",
              f"Seeds: {', '.join(str(s) for s in results['config']['seeds'])}.", "",
-             "| policy | memory | episodes | success | SPL | mean path (m) | mean shortest (m) | tokens/episode | "
-             "model calls (fallbacks) |", "|---|---|---|---|---|---|---|---|---|"]
+             "| policy | memory | episodes | success | SPL | EQA truth-match | truth-match x SPL | LLM-Match | "
+             "LLM-Match x SPL | mean path (m) | mean shortest (m) | tokens/episode | model calls (fallbacks) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for policy, parts in results["by_policy"].items():
         for memory, s in parts.items():
+            eqa = " | ".join("-" if s.get(k) is None else f"{s[k]:.3f}" for k in EQA_SCORES)
             lines.append(f"| {policy} | {memory.replace('_', ' ')} | {s['episodes']} | {s['success']:.2f} | "
-                         f"{s['spl']:.3f} | {s['path_m']} | {s['shortest_m']} | {s['tokens']} | "
+                         f"{s['spl']:.3f} | {eqa} | {s['path_m']} | {s['shortest_m']} | {s['tokens']} | "
                          f"{s['model_calls']} ({s['fallbacks']}) |")
+    lines += ["", "EQA: each episode is asked its task's question (where the target is, or whether it is in a "
+              "named room) and answers when it ends (answerer: " + results["config"].get("answerer", "memory")
+              + "). Truth-match scores the answer on the simulator's truth (1 right, 0 wrong or 'I don't "
+              "know'); LLM-Match is OpenEQA's judge ((mark - 1) / 4, with an endpoint only); x SPL weighs each "
+              "episode's score by its SPL (HIMM's LLM-Match x SPL)."]
     lines += ["", "| run | episodes | success | SPL | mean path (m) | mean shortest (m) |", "|---|---|---|---|---|---|"]
     for key, s in results["summary"].items():
         lines.append(f"| {key} | {s['episodes']} | {s['success']:.2f} | {s['spl']:.3f} | {s['path_m']} | "
                      f"{s['shortest_m']} |")
-    lines += ["", "| seed | policy | scenario | recall | target | room | success | path | shortest | SPL | I_explore |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| seed | policy | scenario | recall | target | room | success | path | shortest | SPL | I_explore | "
+              "question | answer | right |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["episodes"]:
+        answer = " ".join(str(r.get("answer", "")).split()).replace("|", "/")[:90]
         lines.append(f"| {r['seed']} | {r['policy']} | {r['scenario']} | {r['recall']} | {r['target']} | "
                      f"{r['room']} | {r['success']} | {r['path_m']} | {r['shortest_m']} | {r['spl']} | "
-                     f"{r['i_explore']} |")
+                     f"{r['i_explore']} | {r.get('question', '')} | {answer} | {r.get('truth_match', '')} |")
     if results.get("rules"):
         lines += ["", f"Rules learned from {len(results['training'])} training episodes (seeds 100+):", ""]
         lines += [f"- {r['kind']} ({r['key']}): if {r['condition']} then {r['action']}" for r in results["rules"]]
@@ -296,7 +349,11 @@ def main_summary(results: dict) -> str:
     out = []
     for policy, parts in results["by_policy"].items():
         for memory, v in parts.items():
-            out.append(f"{policy:>9} {memory:>9}: SPL {v['spl']:.3f}  success {v['success']:.2f}  "
+            eqa = "" if v.get("truth_match") is None else (
+                f"EQA {v['truth_match']:.2f} (x SPL {v['truth_match_spl']:.3f}"
+                + ("" if v.get("llm_match") is None else f", LLM-Match {v['llm_match']:.2f} x SPL {v['llm_match_spl']:.3f}")
+                + ")  ")
+            out.append(f"{policy:>9} {memory:>9}: SPL {v['spl']:.3f}  success {v['success']:.2f}  {eqa}"
                        f"path {v['path_m']} m  ({v['episodes']} episodes"
                        + (f", {v['model_calls']} model calls, {v['fallbacks']} fell back" if v["model_calls"] else "")
                        + ")")

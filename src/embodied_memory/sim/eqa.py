@@ -1,0 +1,114 @@
+"""Embodied questions about the simulated office (A-EQA style) and how their answers are scored.
+
+Each exploration task gets one question that needs exploring to answer: where its target
+object is (a room), or whether it is in a named room (yes/no; the room named is the true one
+for even seeds, another for odd ones). The question is the explorer's instruction, the episode's
+answerer answers it when the episode ends.
+
+Scoring (never seen by the system under test):
+* offline, on the simulator's truth: 1 when the answer names the true room (its place field, or
+  exactly one room in its text) or says the right yes/no, else 0; "I don't know" is 0;
+* with an endpoint, LLM-Match as OpenEQA defines it: a judge model rates the answer against
+  the true one from 1 to 5, and the score is (rating - 1) / 4;
+* LLM-Match x SPL (HIMM's efficiency-weighted score): per episode, score x SPL, averaged.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from ..agent.answer import Answer, extract_json_objects
+from ..llm.chat_client import LLMError
+from .exploration import TARGET_ROOMS, SimTask
+from .world import ROOMS, room_of
+
+log = logging.getLogger(__name__)
+
+EQA_KINDS = ("location", "yes_no")
+_PHRASINGS = {"location": ("Where is the {target}?", "Which room is the {target} in?"),
+              "yes_no": ("Is the {target} in the {room}?", "Is there a {target} in the {room}?")}
+
+
+@dataclass(frozen=True)
+class EqaQuestion:
+    kind: str                   # location | yes_no
+    text: str
+    answer: str                 # the true answer: a room id, or "yes" / "no"
+    room: str = ""              # the room a yes/no question names
+
+
+def label(room: str) -> str:
+    return room.replace("_", " ")
+
+
+def make_question(task: SimTask, kind: str) -> EqaQuestion:
+    """The task's question of ``kind``; the phrasing and (yes/no) the room named vary with the seed."""
+    phrasing = _PHRASINGS[kind][task.seed % 2]
+    if kind == "location":
+        return EqaQuestion(kind, phrasing.format(target=task.target), task.target_room)
+    others = [r for r in TARGET_ROOMS if r != task.target_room]
+    room = task.target_room if task.seed % 2 == 0 else others[(task.seed // 2) % len(others)]
+    return EqaQuestion(kind, phrasing.format(target=task.target, room=label(room)),
+                       "yes" if room == task.target_room else "no", room)
+
+
+def question_for(task: SimTask) -> EqaQuestion:
+    """One question per task: location and yes/no alternate by pairs of seeds."""
+    return make_question(task, EQA_KINDS[(task.seed // 2) % 2])
+
+
+def floor_plan_place(x: float, y: float) -> str:
+    """The floor plan's room at a map position: the operator's names on the map (a robot's
+    named waypoints), not a sighting's truth."""
+    return room_of(x, -y)
+
+
+_ROOM_WORDS = {room: re.compile(r"\b" + label(room).replace(" ", r"[\s_]+") + r"\b", re.I) for room in ROOMS}
+_YES = re.compile(r"^\s*(yes|yeah|yep|correct|it is|there is)\b", re.I)
+_NO = re.compile(r"^\s*(no|nope|it is not|it isn't|there is no)\b", re.I)
+
+
+def rooms_named(text: str) -> list[str]:
+    return [room for room, pattern in _ROOM_WORDS.items() if pattern.search(text or "")]
+
+
+def truth_score(question: EqaQuestion, answer: Answer) -> float:
+    """1.0 when the answer is right on the simulator's truth, else 0.0 (offline scoring)."""
+    if answer.status != "ok":
+        return 0.0
+    if question.kind == "yes_no":
+        said = answer.binary or ("yes" if _YES.search(answer.text) else "no" if _NO.search(answer.text) else "")
+        return float(said == question.answer)
+    place = re.sub(r"_\d+$", "", answer.waypoint.strip().lower().replace(" ", "_"))
+    named = [place] if place in ROOMS else rooms_named(answer.text)
+    return float(len(named) == 1 and named[0] == question.answer)
+
+
+JUDGE_PROMPT = """You are an AI assistant who will help me to evaluate the response given the question and the
+correct answer. To mark a response, you should output a single integer between 1 and 5 (including 1, 5).
+5 means that the response perfectly matches the answer. 1 means that the response is completely different from
+the answer.
+Question: {question}
+Answer: {truth}
+Response: {response}
+Reply with JSON only: {{"mark": <1-5>}}"""
+
+
+def llm_match(client, question: EqaQuestion, answer: Answer) -> Optional[float]:
+    """OpenEQA's LLM-Match for one answer, (mark - 1) / 4; None when the judge gave no usable mark."""
+    truth = label(question.answer) if question.kind == "location" else question.answer
+    response = answer.text if answer.status == "ok" else "I don't know."
+    try:
+        reply = client.chat([{"role": "user", "content": JUDGE_PROMPT.format(
+            question=question.text, truth=truth, response=response)}])
+    except LLMError as exc:
+        log.warning("LLM-Match judge failed: %s", exc)
+        return None
+    for value in extract_json_objects(reply.content):
+        mark = value.get("mark") if isinstance(value, dict) else None
+        if isinstance(mark, int) and not isinstance(mark, bool) and 1 <= mark <= 5:
+            return (mark - 1) / 4
+    log.warning("LLM-Match judge gave no mark: %r", reply.content[:120])
+    return None

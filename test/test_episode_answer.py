@@ -1,0 +1,135 @@
+"""Answering an embodied question from the episode's views (HIMM's "ready to answer" step): the
+VLM answerer's protocol against a real HTTP endpoint that plays a script, the view selection,
+and the EQA scoring (truth and OpenEQA's LLM-Match)."""
+import cv2
+import numpy as np
+import pytest
+
+from embodied_memory.agent.answer import Answer
+from embodied_memory.explore.episode_answer import MemoryAnswerer, VlmAnswerer, select_views
+from embodied_memory.explore.explorer import EpisodeView
+from embodied_memory.llm.chat_client import ChatClient, LLMConfig
+from embodied_memory.sim.eqa import EqaQuestion, floor_plan_place, llm_match, make_question, truth_score
+from embodied_memory.sim.exploration import SimTask
+from embodied_memory.types import Pose
+
+from scripted_llm import ScriptedLLM, content, error
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from embodied_memory.text_embedding import MiniLMTextEmbedder
+    return MiniLMTextEmbedder()
+
+
+def _views(tmp_path, descriptions):
+    views = []
+    for i, (place, text) in enumerate(descriptions):
+        path = tmp_path / f"{i:03d}.jpg"
+        cv2.imwrite(str(path), np.full((48, 64, 3), 20 * i, np.uint8))
+        views.append(EpisodeView(f"ep/{i:05d}", Pose(float(i), 0.0, 1.5, 0.0), place, text, str(path), i, False))
+    return views
+
+
+SEEN = [("corridor", "An empty stretch of wall and floor."), ("kitchen", "I see a red box about 2.0 m ahead."),
+        ("kitchen", "I see an office chair about 1.0 m on the left."), ("office", "I see a barrel about 3.0 m ahead."),
+        ("corridor", "An empty stretch of wall and floor."), ("corridor", "I see an office desk about 2.0 m ahead.")]
+
+
+def _client(url):
+    return ChatClient(LLMConfig(base_url=url, model="scripted", timeout_s=5.0))
+
+
+def test_the_views_shown_are_the_best_described_then_the_last(tmp_path, minilm):
+    views = _views(tmp_path, SEEN)
+    chosen = select_views("Where is the red box?", views, minilm, k=3)
+    assert chosen[0].observation_id == "ep/00001"                 # the red box's view first
+    assert [v.observation_id for v in chosen[1:]] == ["ep/00004", "ep/00005"]   # then the last two, in order
+    assert select_views("Where is the red box?", [v.__class__(**{**v.__dict__, "image_path": ""}) for v in views],
+                        minilm) == []                             # nothing stored: nothing to show
+
+
+def test_the_vlm_answerer_sends_the_views_and_returns_a_typed_answer_with_evidence(tmp_path, minilm):
+    views = _views(tmp_path, SEEN)
+    reply = '{"answer": "The red box is in the kitchen.", "yes_no": "", "place": "kitchen", "views": [1, 9, true], ' \
+            '"confident": true}'
+    with ScriptedLLM([content(reply)]) as llm:
+        answer = VlmAnswerer(_client(llm.base_url), minilm, max_views=4).answer("Where is the red box?", views)
+        request = llm.requests[0]
+    parts = request["messages"][0]["content"]
+    text = " ".join(p["text"] for p in parts if p["type"] == "text")
+    assert sum(p["type"] == "image_url" for p in parts) == 4
+    assert "Question: Where is the red box?" in text and "1. at (1.0, 0.0) in kitchen: I see a red box" in text
+    assert answer.status == "ok" and answer.type == "waypoint" and answer.waypoint == "kitchen"
+    assert answer.evidence == ["ep/00001"]                       # view 9 and a bool are no views
+    assert answer.position == [1.0, 0.0, 0.0] and answer.confidence == 0.8 and answer.planner == "vlm"
+    assert answer.tokens_in > 0
+
+
+@pytest.mark.parametrize("reply", ["the box is in the kitchen", '{"answer": ""}', '{"answer": 3}', "[1, 2]"])
+def test_an_unusable_reply_is_an_error_answer_not_a_guess(tmp_path, minilm, reply):
+    with ScriptedLLM([content(reply)]) as llm:
+        answer = VlmAnswerer(_client(llm.base_url), minilm).answer("Where is the red box?", _views(tmp_path, SEEN))
+    assert answer.status == "error" and "no answer" in answer.error and answer.text == ""
+
+
+def test_a_dead_endpoint_or_no_stored_view_is_an_error_that_says_why(tmp_path, minilm):
+    with ScriptedLLM([error(500, "model crashed")]) as llm:
+        answer = VlmAnswerer(_client(llm.base_url), minilm).answer("Is the box here?", _views(tmp_path, SEEN))
+    assert answer.status == "error" and "vision-language endpoint failed" in answer.error
+    no_images = [EpisodeView("ep/1", Pose(0, 0), "", "a box", "", 0, False)]
+    answer = VlmAnswerer(_client("http://127.0.0.1:9/v1"), minilm).answer("Is the box here?", no_images)
+    assert answer.status == "error" and "image directory" in answer.error
+    with pytest.raises(ValueError, match="max_views"):
+        VlmAnswerer(None, minilm, max_views=0)
+
+
+def test_a_yes_no_reply_is_a_binary_answer():
+    with ScriptedLLM([content('{"answer": "No, it is in the office.", "yes_no": "no", "views": [], '
+                              '"confident": false}')]) as llm:
+        views = [EpisodeView("ep/1", Pose(0, 0), "office", "", "x.jpg", 0, False)]
+        answer = VlmAnswerer(_client(llm.base_url), load=lambda p: np.zeros((8, 8, 3), np.uint8)).answer(
+            "Is the box in the kitchen?", views)
+    assert answer.type == "binary" and answer.binary == "no" and answer.confidence == 0.3 and answer.position is None
+
+
+def test_the_memory_answerer_is_the_query_agent():
+    asked = []
+    answerer = MemoryAnswerer(lambda q: asked.append(q) or Answer(text="In the kitchen.", waypoint="kitchen"))
+    assert answerer.answer("Where is the red box?", []).waypoint == "kitchen" and asked == ["Where is the red box?"]
+
+
+def test_questions_name_the_true_room_for_even_seeds_and_another_for_odd():
+    task = SimTask(4, "box", "red", "kitchen")
+    assert make_question(task, "location") == EqaQuestion("location", "Where is the red box?", "kitchen")
+    assert make_question(task, "yes_no").text == "Is the red box in the kitchen?"
+    assert make_question(task, "yes_no").answer == "yes"
+    odd = make_question(SimTask(5, "duckie", "", "kitchen"), "yes_no")
+    assert odd.text.startswith("Is there a rubber duck in the ") and odd.answer == "no" and odd.room != "kitchen"
+    assert floor_plan_place(-6.0, -4.0) == "kitchen" and floor_plan_place(0.0, 0.5) == "corridor"
+
+
+def test_truth_scoring_reads_the_place_the_yes_no_and_refuses_credit_for_i_dont_know():
+    where = EqaQuestion("location", "Where is the red box?", "meeting_room")
+    assert truth_score(where, Answer(text="I saw red box in the meeting room at 10:02.")) == 1.0
+    assert truth_score(where, Answer(text="It is in the office.", waypoint="meeting_room")) == 1.0
+    assert truth_score(where, Answer(text="In the office or the meeting room.")) == 0.0      # two rooms: no answer
+    assert truth_score(where, Answer(text="In the kitchen.")) == 0.0
+    assert truth_score(where, Answer(status="no_answer", text="I saw it in the meeting room")) == 0.0
+    yes_no = EqaQuestion("yes_no", "Is the red box in the kitchen?", "no", "kitchen")
+    assert truth_score(yes_no, Answer(type="binary", binary="no", text="No.")) == 1.0
+    assert truth_score(yes_no, Answer(text="No, I have no such observation.")) == 1.0
+    assert truth_score(yes_no, Answer(text="Yes, last in the kitchen at 10:00.")) == 0.0
+    assert truth_score(yes_no, Answer(text="I don't know: I was never in the kitchen.")) == 0.0
+
+
+def test_llm_match_is_openeqas_judge_mark_scaled_and_none_without_a_mark():
+    question = EqaQuestion("location", "Where is the red box?", "meeting_room")
+    with ScriptedLLM([content('{"mark": 5}'), content('{"mark": 2}'), content('{"mark": 7}'), content("great")]) as llm:
+        client = _client(llm.base_url)
+        scores = [llm_match(client, question, Answer(text="In the meeting room.")) for _ in range(4)]
+        prompt = llm.requests[0]["messages"][0]["content"]
+    assert scores == [1.0, 0.25, None, None]
+    assert "Question: Where is the red box?" in prompt and "Answer: meeting room" in prompt
+    assert "Response: In the meeting room." in prompt
+    assert llm_match(_client("http://127.0.0.1:9/v1"), question, Answer(text="x")) is None
