@@ -201,3 +201,22 @@ def test_default_day_of_a_duration_is_the_whole_25_hour_day(zurich_agent):
     ans = zurich_agent.ask("How much time did carol spend at the entrance yesterday evening?",
                            as_of=zurich(2026, 10, 26, 9))
     assert ans.duration_minutes == 30.0
+
+
+def test_is_a_thing_in_a_room_asks_where_it_is_now_after_it_was_moved(tmp_path):
+    from embodied_memory.store.memory_store import open_store
+    store = open_store(make_params(tmp_path, "sqlite_faiss", text_embedder="minilm"))
+    store.insert([obs(0, T0, "I see a red box about 2.0 m ahead.", 1, 1, "kitchen"),
+                  obs(1, T0 + 600, "I see a red box about 1.5 m ahead.", 1.2, 1, "kitchen"),
+                  obs(2, T0 + HOUR, "I see a red box about 1.0 m on the left.", 20, 5, "office")])
+    agent = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules"))
+    try:
+        moved = agent.ask("Is the red box in the kitchen?", as_of=T0 + 2 * HOUR)
+        assert moved.binary == "no" and moved.waypoint == "office" and moved.evidence[0] == "o2", moved
+        assert "last saw red box in the office at 09:00" in moved.text and "earlier in the kitchen" in moved.text
+        assert agent.ask("Is there a red box in the kitchen?", as_of=T0 + 2 * HOUR).binary == "no"
+        assert agent.ask("Is the red box in the office?", as_of=T0 + 2 * HOUR).binary == "yes"
+        assert agent.ask("Was the red box in the kitchen?", as_of=T0 + 2 * HOUR).binary == "yes"   # it was
+        assert agent.ask("Is the red box in the kitchen?", as_of=T0 + 0.5 * HOUR).binary == "yes"  # before the move
+    finally:
+        store.close()

@@ -33,6 +33,10 @@ SENSOR_QOS_CHOICES = ("sensor_data", "reliable")    # image/depth/camera-info/od
 
 @dataclass(frozen=True)
 class MemoryNodeParams(StoreParams):
+    clip_weights: str = ""                 # CLIP checkpoint: words matched to stored image and region embeddings
+                                           # (the regions tool; image_dim must be CLIP's); "" = no text-to-region
+    clip_model: str = "ViT-B-32"
+    device: str = "cuda"                   # for CLIP
     observations_topic: str = "/memory/observations"
     markers_topic: str = "/memory/markers"
     markers_period_s: float = 5.0

@@ -255,7 +255,13 @@ def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time
     removed = set(_STOP)
     for phrase in [m.text for m in persons] + ([place.text] if place else []) + time_words:
         removed.update(_words(phrase))
-    return [w for w in _words(q) if w not in removed and not w.isdigit()]
+    words = _words(q)
+    return [w for i, w in enumerate(words) if (w not in removed and not w.isdigit())
+            or words[i:i + 2] in _STOP_WORD_COMPOUNDS]
+
+
+# things whose name starts with a stop word ("the first aid kit" is no first sighting of an "aid kit")
+_STOP_WORD_COMPOUNDS = [["first", "aid"]]
 
 
 # -- names the memory does not know -------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import replace
 from typing import Optional
 from .answer import STATUS_NO_ANSWER, Answer, no_answer
 from .intents import MIN_SIMILARITY as MIN_UNDERSTOOD, OUT_OF_SCOPE, IntentClassifier, shared_classifier
@@ -24,6 +25,8 @@ from .tools import NAVIGATE, ToolBox
 from .visits import observed_minutes, split_visits
 
 NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same thing
+SAME_THING = 0.15  # margin within which another description is the same thing seen again (moved: "is it still there")
+_PRESENT_YES_NO = re.compile(r"\s*(is|are)\b", re.IGNORECASE)    # "is the box in ...", "is there ...", "are ..."
 
 
 _GENERIC = {"", "objects", "object", "things", "anything", "everything", "what"}
@@ -59,8 +62,9 @@ class RulesPlanner:
             self._reader = MemoryReader(tools)
         return self._reader
 
-    def _matches(self, tools: ToolBox, p: ParsedQuestion) -> list[dict]:
-        """Observations matching the target phrase inside the window, best similarity first."""
+    def _matches(self, tools: ToolBox, p: ParsedQuestion, margin: float = NEAR_EQUAL) -> list[dict]:
+        """Observations matching the target phrase inside the window, best similarity first
+        (within ``margin`` of the best)."""
         end = min(p.end or tools.now, tools.now)
         # a time window (yesterday, on Monday) needs a deeper candidate list: the best matches
         # overall may all lie on other days
@@ -75,7 +79,7 @@ class RulesPlanner:
         if not hits or hits[0]["similarity"] < self.match_threshold:
             return []
         best = hits[0]["similarity"]
-        return [h for h in hits if h["similarity"] >= best - NEAR_EQUAL]
+        return [h for h in hits if h["similarity"] >= best - margin]
 
     def _window(self, tools: ToolBox, p: ParsedQuestion) -> tuple[float, float]:
         """The question's window, never beyond the question time."""
@@ -222,6 +226,9 @@ class RulesPlanner:
             return self._people_answers(tools).was_in(p)
         rows = self._matches(tools, p)
         found = bool(rows)
+        moved = self._seen_since_elsewhere(p, tools, rows) if found else None
+        if moved is not None:
+            return moved
         ans = Answer(type="binary", binary="yes" if found else "no", confidence=0.7 if found else 0.5)
         if found:
             row = max(rows, key=lambda r: r["t"])
@@ -230,6 +237,24 @@ class RulesPlanner:
         else:
             ans.text = "No, I have no such observation."
         return self._evidence(ans, rows)
+
+    def _seen_since_elsewhere(self, p: ParsedQuestion, tools: ToolBox, here: list[dict]) -> Optional[Answer]:
+        """"Is the red box in the kitchen?" asks where it is: seen there, but later somewhere else
+        (things are moved), the answer is no, with where it was seen last. None otherwise (a
+        question in the past tense or about a time, or nothing newer elsewhere)."""
+        if not p.place or p.start or not _PRESENT_YES_NO.match(p.text):
+            return None
+        everywhere = self._matches(tools, replace(p, place=""), margin=SAME_THING)
+        newest_here = max(r["t"] for r in here)
+        later = [r for r in everywhere if r["t"] > newest_here and r.get("waypoint") not in ("", p.place)]
+        if not later:
+            return None
+        row = max(later, key=lambda r: r["t"])
+        ans = Answer(type="binary", binary="no", confidence=0.6, position=_position(row),
+                     waypoint=row.get("waypoint", ""),
+                     text=f"No, I last saw {p.target or 'it'} {_place(row)} at {self._hhmm(row['t'], tools)} "
+                          f"(earlier {place_phrase(p.place)}, at {self._hhmm(newest_here, tools)}).")
+        return self._evidence(ans, [row] + here)
 
     def _people_near(self, p: ParsedQuestion, tools: ToolBox) -> tuple[list[str], list[dict]]:
         """People in the observations matching the question's object phrase ("who was near the red car")."""

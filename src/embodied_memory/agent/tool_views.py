@@ -113,6 +113,7 @@ VIEWS: dict[str, StoreView] = {
                                     description="ReMEmbR: the 4 observations closest to a time."),
     "image_retrieval": StoreView("image_retrieval", caps={"m": 4},
                                  note="The images are shown to you before you answer."),
+    "regions": StoreView("regions", caps={"k": 10}),
 }
 for _view in VIEWS.values():
     if _view.window:

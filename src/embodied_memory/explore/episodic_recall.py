@@ -5,9 +5,10 @@
 2. Verification that a retrieved observation comes from a place near the current one: an MLLM
    shown both images (``MllmPlaceVerifier``), or, offline, ORB feature matching with a RANSAC
    homography (``FeatureMatchVerifier``). Only verified episodes are recalled.
-3. The target (its text description) queries each verified episode; the episode with the most
-   top-K matches above ``target_threshold`` is the prior; the camera poses of those matches are
-   the landmarks drawn on the map.
+3. The target queries each verified episode: its words against the descriptions, or, given as a
+   picture, its image embedding against the episode's stored regions (HIMM's region query; the
+   image embedder's space); the episode with the most top-K matches above the threshold is the
+   prior; the camera poses of those matches are the landmarks drawn on the map.
 4. ``I_explore`` (eq. 1): exploration is needed unless the prior episode saw the target.
 """
 from __future__ import annotations
@@ -25,6 +26,9 @@ from ..llm.chat_client import LLMError
 from ..llm.images import image_part
 
 log = logging.getLogger(__name__)
+
+REGION_THRESHOLD = 0.7        # cosine of a stored region's crop to the target's picture (MobileNetV2, simulated
+REGION_MARGIN = 0.03          # office: the pictured object's own regions 0.74-0.84, other things' up to 0.84)
 
 
 class PlaceVerifier(Protocol):
@@ -110,12 +114,26 @@ class RecallResult:
 
 class EpisodicRecall:
     def __init__(self, store, verifier: PlaceVerifier, top_k: int = 10, target_threshold: float = 0.45,
-                 max_verifications: int = 12):
+                 max_verifications: int = 12, region_threshold: float = REGION_THRESHOLD):
         self.store, self.verifier = store, verifier
         self.top_k, self.target_threshold, self.max_verifications = top_k, target_threshold, max_verifications
+        self.region_threshold = region_threshold
 
-    def recall(self, views: Sequence[tuple[np.ndarray, np.ndarray]], target: str, episode_id: str) -> RecallResult:
-        """``views``: (BGR image, global embedding) of the current place (a look-around)."""
+    def _target_matches(self, episode: str, target: str, target_vector: Optional[np.ndarray]) -> list[dict]:
+        """The recalled episode's evidence of the target: its regions nearest the target's image
+        embedding when there is one (HIMM's region query), else its descriptions nearest the words."""
+        if target_vector is not None:     # crops of other things score near the target's: only the best few
+            hits = self.store.similar_regions(target_vector, k=self.top_k, episode=episode)
+            best = hits[0]["similarity"] if hits else 0.0
+            return [h for h in hits if h["similarity"] >= max(self.region_threshold, best - REGION_MARGIN)]
+        return [h for h in self.store.text_observations(target, k=self.top_k, episode=episode)
+                if h["similarity"] >= self.target_threshold]
+
+    def recall(self, views: Sequence[tuple[np.ndarray, np.ndarray]], target: str, episode_id: str,
+               target_vector: Optional[np.ndarray] = None) -> RecallResult:
+        """``views``: (BGR image, global embedding) of the current place (a look-around);
+        ``target_vector``: the target in the image embedder's space (a picture of it), matched
+        against the stored regions instead of the words against the descriptions."""
         best: dict[str, dict] = {}
         for view, (_, emb) in enumerate(views):
             for hit in self.store.visual_similarity(emb, k=self.top_k, exclude_episode=episode_id):
@@ -136,8 +154,7 @@ class EpisodicRecall:
         votes: dict[str, int] = {}
         matches: dict[str, list[dict]] = {}
         for episode in verified_episodes:
-            hits = [h for h in self.store.text_observations(target, k=self.top_k, episode=episode)
-                    if h["similarity"] >= self.target_threshold]
+            hits = self._target_matches(episode, target, target_vector)
             votes[episode], matches[episode] = len(hits), hits
         prior = max(votes, key=lambda e: (votes[e], verified_episodes[e]))
         if votes[prior] == 0:

@@ -22,6 +22,7 @@ from typing import Callable, Optional, Protocol, Sequence
 import cv2
 import numpy as np
 
+from ..perception.regions import Box3D, box_of_points
 from ..types import Episode, Observation, Pose
 from .cognitive_state import CognitiveState as S
 from .cognitive_state import MetaMemory
@@ -127,7 +128,7 @@ class Explorer:
                  ready_to_answer: Optional[Callable[[str], bool]] = None, feedback: Optional[Feedback] = None,
                  should_stop: Optional[Callable[[], bool]] = None, policy: Optional[ExplorationPolicy] = None,
                  decomposer: Optional[Callable[[str, str], Instruction]] = None,
-                 place_of: Optional[Callable[[float, float], str]] = None):
+                 place_of: Optional[Callable[[float, float], str]] = None, regions=None):
         self.env, self.detector, self.params = env, detector, params
         self.policy = policy or NearestPolicy(params.landmark_weight)
         self.decompose = decomposer or decompose
@@ -136,6 +137,7 @@ class Explorer:
         self.image_dir = Path(image_dir) if image_dir else None
         self.ready_to_answer, self.feedback, self.should_stop = ready_to_answer, feedback, should_stop
         self.place_of = place_of         # (x, y) -> the named place there (the robot's waypoint table)
+        self.regions = regions           # a region proposer (perception.regions): each view's regions are stored
         self.grid = OccupancyGrid(params.grid)
         self._radius_cells = int(math.ceil(params.robot_radius_m / params.grid.resolution))
 
@@ -160,9 +162,11 @@ class Explorer:
         observation_id = f"{self.episode_id}/{len(self.log):05d}"
         place = self.place_of(p.x, p.y) if self.place_of is not None else ""
         if self.store is not None:
+            regions = (self.regions.propose(frame.image, self.embedder, box_of=self._region_box(frame))
+                       if self.regions is not None else [])
             self.store.insert([Observation(observation_id, frame.stamp, self.episode_id, Pose(p.x, p.y, p.z, p.yaw),
                                            description=description, image_path=image_path, waypoint_id=place,
-                                           global_embedding=embedding)])
+                                           global_embedding=embedding, regions=regions)])
         self.views.append(EpisodeView(observation_id, Pose(p.x, p.y, p.z, p.yaw), place, description, image_path,
                                       self.step, seen is not None))
         self.log.append(ExecutionStep(self.step, self.meta.state.value, p.x, p.y, p.yaw, action,
@@ -171,6 +175,18 @@ class Explorer:
         if seen is not None:
             self.target_xy = seen
         return frame, seen, embedding
+
+    def _region_box(self, frame: Frame) -> Callable[[np.ndarray], Optional[Box3D]]:
+        """A region mask's 3D box in the map frame, through this camera's model (pitch included)."""
+        def box(mask: np.ndarray) -> Optional[Box3D]:
+            v, u = np.nonzero(mask & (frame.depth > 0.05) & (frame.depth < self.params.grid.max_range))
+            if len(u) < 20:
+                return None
+            fwd, left, up = self.env.camera.to_body(u, v, frame.depth[v, u])
+            p = frame.pose
+            c, s = math.cos(p.yaw), math.sin(p.yaw)
+            return box_of_points(np.stack([p.x + c * fwd - s * left, p.y + s * fwd + c * left, p.z + up], axis=-1))
+        return box
 
     def _look_around(self, target: str, views: int) -> list[tuple[np.ndarray, np.ndarray]]:
         here = self.env.current_pose()
@@ -216,7 +232,10 @@ class Explorer:
         return nearest_cell_within(paths, self.grid, x, y, radius)
 
     # -- the loop -----------------------------------------------------------------------------
-    def run(self, target: str, episode_id: str, question: str = "", world: str = "") -> ExplorationResult:
+    def run(self, target: str, episode_id: str, question: str = "", world: str = "",
+            target_image: Optional[np.ndarray] = None) -> ExplorationResult:
+        """``target_image``: a picture of the target (a goal given as an image): recall matches
+        it against the stored regions of the recalled episodes (image to region)."""
         p = self.params
         self.episode_id, self.step, self.path_length = episode_id, 0, 0.0
         self.grid = OccupancyGrid(p.grid)          # each episode has its own map
@@ -240,7 +259,9 @@ class Explorer:
         recall, previous = None, None
         if p.use_episodic_memory and self.recall_engine is not None and views:
             try:
-                recall = self.recall_engine.recall(views, target, episode_id)
+                target_vector = (self.embedder.embed([target_image])[0]
+                                 if target_image is not None and self.embedder is not None else None)
+                recall = self.recall_engine.recall(views, target, episode_id, target_vector)
                 log.info("episodic recall: I_explore=%s (%s)", int(recall.i_explore), recall.reason)
                 if recall.prior_episode and self.store is not None:
                     stored = self.store.load_occupancy_map(recall.prior_episode)

@@ -50,14 +50,14 @@ MAX_INSERT_TRIES = 3   # an observation that fails unexpectedly this often is re
 STORE_OPEN_WAIT_S = 120.0   # configure waits this long for a store server (Milvus) that is not up yet
 
 
-def open_store_waiting(params: StoreParams, log, wait_s: float = STORE_OPEN_WAIT_S, sleep=time.sleep):
+def open_store_waiting(params: StoreParams, log, wait_s: float = STORE_OPEN_WAIT_S, sleep=time.sleep, **kwargs):
     """open_store, tried again with backoff (1 s doubling to 15 s) for ``wait_s`` while it fails
     for a reason that may pass (a Milvus server still starting as the robot boots); a bad
     configuration (ConfigError/ValueError, a data directory that cannot be made) fails at once."""
     deadline, delay = time.monotonic() + wait_s, 1.0
     while True:
         try:
-            return open_store(params)
+            return open_store(params, **kwargs)
         except (ConfigError, ValueError) as exc:
             raise exc
         except OSError as exc:
@@ -96,7 +96,12 @@ class MemoryNode(ManagedNode):
     def _configure(self) -> None:
         p = self.params
         store_fields = StoreParams.__dataclass_fields__
-        self.store = open_store_waiting(StoreParams(**{k: getattr(p, k) for k in store_fields}), self.get_logger())
+        query_encoder = None
+        if p.clip_weights:                       # missing weights or open_clip: configure fails naming the setting
+            from ..perception.image_embedding import ClipTextQuery
+            query_encoder = ClipTextQuery(p.clip_model, p.clip_weights, p.device)
+        self.store = open_store_waiting(StoreParams(**{k: getattr(p, k) for k in store_fields}), self.get_logger(),
+                                        image_query_embedder=query_encoder)
         self.get_logger().info(f"memory store ({p.backend}) at {self.store.data_dir}: "
                                f"{self.store.observation_count()} observations")
         sweep_partial_images(self.store.images_dir)

@@ -93,3 +93,16 @@ class ClipEmbedder:
         with self._torch.no_grad():
             tokens = self._tokenizer(list(texts)).to(self.device)
             return _normalise(self._model.encode_text(tokens).float().cpu().numpy())
+
+
+class ClipTextQuery:
+    """CLIP's text tower as the memory's image-space query encoder: words matched against stored
+    image and region embeddings (the memory node's ``clip_weights``; the same model as
+    perception's ``image_embedder: clip``)."""
+
+    def __init__(self, model_name: str, weights: str, device: str = "cuda"):
+        self._clip = ClipEmbedder(model_name, weights, device)
+        self.dim = self._clip.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._clip.embed_text(texts)

@@ -35,7 +35,8 @@ class PerceptionParams:
     insightface_root: str = ""
     reid: str = "mobilenetv2"               # mobilenetv2 (appearance features) | torchscript | none
     reid_weights: str = ""                  # torchscript: a body re-ID model (e.g. exported OSNet/KPR)
-    region_proposer: str = "none"           # none | sam (HIMM / HOV-SG regions, 3D boxes from depth)
+    region_proposer: str = "none"           # none | segments (offline colour segments) | sam (HIMM / HOV-SG
+                                            # regions); each embedded with image_embedder, 3D boxes from depth
     sam_weights: str = ""
     sam_model_type: str = "vit_h"
     describer: str = "detector"             # detector | vlm
@@ -54,7 +55,7 @@ class PerceptionParams:
     def validate(self) -> None:
         choices = {"image_embedder": ("mobilenetv2", "clip", "none"), "person_detector": ("hog", "yolo", "none"),
                    "face_backend": ("yunet_sface", "insightface", "none"),
-                   "reid": ("mobilenetv2", "torchscript", "none"), "region_proposer": ("none", "sam"),
+                   "reid": ("mobilenetv2", "torchscript", "none"), "region_proposer": ("none", "segments", "sam"),
                    "describer": ("detector", "vlm"), "describer_prompt": ("object_centric", "caption"),
                    "text_embedder": ("minilm", "hash")}
         for key, allowed in choices.items():
@@ -104,6 +105,9 @@ class Perception:
         if p.region_proposer == "sam":
             from .regions import SamRegionProposer
             self.regions = SamRegionProposer(p.sam_weights, p.sam_model_type, p.device)
+        elif p.region_proposer == "segments":
+            from .regions import SegmentRegionProposer
+            self.regions = SegmentRegionProposer()
         self.describer = (VLMDescriber(p.vlm_base_url, p.vlm_model, p.describer_prompt, p.vlm_api_key_env)
                           if p.describer == "vlm" else DetectorDescriber())
         from ..text_embedding import make_text_embedder

@@ -41,6 +41,7 @@ from .params import StoreParams
 from .recency import RecencyScore
 from .records import (_ID_RE, _MAX_TEXT_FIELD, _SCHEMA, _WRITE_FAULT_ERRNOS, _WRITE_FAULT_TEXT, PLACE_RADIUS_M,
                       RecordsMixin, _blob, _is_write_fault, _nearest_waypoint, _unblob, _unit, _utf8)
+from .region_search import RegionSearchMixin
 from .retrieval import _OBS_COLUMNS, HISTORY_ORDERS, RetrievalMixin
 from .stats import StatsMixin
 from .tool_args import ToolTable, validate_arguments
@@ -60,7 +61,8 @@ Summariser = Callable[[str, str, list[dict]], str]
 """(person, date, sightings in time order) -> summary text"""
 
 
-class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, IdentitiesMixin, EpisodesMixin, StatsMixin):
+class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearchMixin, IdentitiesMixin, EpisodesMixin,
+                  StatsMixin):
     """The robot's long-term memory.  Thread-safe; one writer at a time, readers never wait
     for it (WAL)."""
 
