@@ -74,9 +74,10 @@ class LaunchedStack:
     def log(self) -> str:
         return self.log_path.read_text()
 
-    def pids(self, node: str) -> list[int]:
-        """Every process the launcher started for ``node``, oldest first."""
-        return [int(p) for p in re.findall(rf"started node '{node}' \(\S+, pid (\d+)\)", self.log())]
+    def pids(self, node: str, log: str = "") -> list[int]:
+        """Every process the launcher started for ``node``, oldest first (from ``log``, a read of
+        the launcher's log, or a fresh read)."""
+        return [int(p) for p in re.findall(rf"started node '{node}' \(\S+, pid (\d+)\)", log or self.log())]
 
     def pid_of(self, node: str, nth: int = 1) -> int:
         def find():

@@ -25,12 +25,16 @@ pytestmark = pytest.mark.integration
 NODES = ("frame_selector", "perception", "memory", "query_agent")
 
 
-def running_pid(stack: LaunchedStack, node: str) -> int:
-    """The node's running process: the last one the launcher started and has not seen die (one
-    that died on its own was respawned: that is not the process to kill)."""
+def running_pid(stack: LaunchedStack, node: str) -> tuple[int, int]:
+    """The node's running process and how many the launcher has started for it, from one read
+    of its log: the last one started and not seen to die (one that died on its own was
+    respawned: that is not the process to kill)."""
     def alive():
-        pid = stack.pids(node)[-1]
-        return None if re.search(rf"\(pid {pid}\) (?:died|stopped) after", stack.log()) else pid
+        log = stack.log()
+        pids = stack.pids(node, log)
+        if not pids or re.search(rf"\(pid {pids[-1]}\) (?:died|stopped) after", log):
+            return None
+        return pids[-1], len(pids)
     return wait_until(alive, 60, what=f"'{node}' to be running")
 
 
@@ -38,8 +42,7 @@ def kill(stack: LaunchedStack, node: str, killed: list, before=None) -> None:
     """SIGKILL the node's running process (after ``before()``) and wait for its respawn."""
     if before is not None:
         before()
-    pid = running_pid(stack, node)
-    starts = len(stack.pids(node))
+    pid, starts = running_pid(stack, node)
     with contextlib.suppress(ProcessLookupError):   # it died on its own just now: respawned all the same
         os.kill(pid, signal.SIGKILL)
     killed.append(pid)
@@ -101,7 +104,7 @@ def chaos_run(tmp_path_factory):
                                      f"{json.dumps(nodes, indent=1)}\n{stack.log()[-6000:]}") from None
             if victim == "memory":   # frozen first, so it dies with observations in flight: they must be resent
                 def frozen():
-                    os.kill(running_pid(stack, "memory"), signal.SIGSTOP)
+                    os.kill(running_pid(stack, "memory")[0], signal.SIGSTOP)
                     wait_until(lambda: listener.value("/perception", "observations_unacknowledged") >= 1, 120,
                                what="perception to hold an observation the frozen memory never acknowledged")
                 kill(stack, victim, killed, before=frozen)

@@ -27,7 +27,7 @@ def _views(tmp_path, descriptions):
     for i, (place, text) in enumerate(descriptions):
         path = tmp_path / f"{i:03d}.jpg"
         cv2.imwrite(str(path), np.full((48, 64, 3), 20 * i, np.uint8))
-        views.append(EpisodeView(f"ep/{i:05d}", Pose(float(i), 0.0, 1.5, 0.0), place, text, str(path), i, False))
+        views.append(EpisodeView(f"ep/{i:05d}", Pose(float(i), 0.0, 1.5, 0.0), place, text, str(path), i))
     return views
 
 
@@ -62,7 +62,7 @@ def test_the_vlm_answerer_sends_the_views_and_returns_a_typed_answer_with_eviden
     assert "Question: Where is the red box?" in text and "1. at (1.0, 0.0) in kitchen: I see a red box" in text
     assert answer.status == "ok" and answer.type == "waypoint" and answer.waypoint == "kitchen"
     assert answer.evidence == ["ep/00001"]                       # view 9 and a bool are no views
-    assert answer.position == [1.0, 0.0, 0.0] and answer.confidence == 0.8 and answer.planner == "vlm"
+    assert answer.position is None and answer.confidence == 0.8 and answer.planner == "vlm"
     assert answer.tokens_in > 0
 
 
@@ -77,20 +77,24 @@ def test_a_dead_endpoint_or_no_stored_view_is_an_error_that_says_why(tmp_path, m
     with ScriptedLLM([error(500, "model crashed")]) as llm:
         answer = VlmAnswerer(_client(llm.base_url), minilm).answer("Is the box here?", _views(tmp_path, SEEN))
     assert answer.status == "error" and "vision-language endpoint failed" in answer.error
-    no_images = [EpisodeView("ep/1", Pose(0, 0), "", "a box", "", 0, False)]
+    no_images = [EpisodeView("ep/1", Pose(0, 0), "", "a box", "", 0)]
     answer = VlmAnswerer(_client("http://127.0.0.1:9/v1"), minilm).answer("Is the box here?", no_images)
     assert answer.status == "error" and "image directory" in answer.error
     with pytest.raises(ValueError, match="max_views"):
         VlmAnswerer(None, minilm, max_views=0)
 
 
-def test_a_yes_no_reply_is_a_binary_answer():
-    with ScriptedLLM([content('{"answer": "No, it is in the office.", "yes_no": "no", "views": [], '
-                              '"confident": false}')]) as llm:
-        views = [EpisodeView("ep/1", Pose(0, 0), "office", "", "x.jpg", 0, False)]
-        answer = VlmAnswerer(_client(llm.base_url), load=lambda p: np.zeros((8, 8, 3), np.uint8)).answer(
-            "Is the box in the kitchen?", views)
-    assert answer.type == "binary" and answer.binary == "no" and answer.confidence == 0.3 and answer.position is None
+def test_a_yes_no_reply_is_a_binary_answer_and_an_unsure_one_without_views_no_answer():
+    views = [EpisodeView("ep/1", Pose(0, 0), "office", "", "x.jpg", 0)]
+    replies = [content('{"answer": "No, it is in the office.", "yes_no": "no", "views": [1], "place": "the roof", '
+                       '"confident": false}'),
+               content('{"answer": "I don\'t know", "yes_no": "", "views": [], "confident": false}')]
+    with ScriptedLLM(replies) as llm:
+        answerer = VlmAnswerer(_client(llm.base_url), load=lambda p: np.zeros((8, 8, 3), np.uint8))
+        answer, unsure = (answerer.answer("Is the box in the kitchen?", views) for _ in range(2))
+    assert answer.type == "binary" and answer.binary == "no" and answer.confidence == 0.3
+    assert answer.waypoint == "" and answer.evidence == ["ep/1"]             # no place the robot does not know
+    assert unsure.status == "no_answer" and "not sure" in unsure.error
 
 
 def test_the_memory_answerer_is_the_query_agent():
@@ -117,8 +121,10 @@ def test_truth_scoring_reads_the_place_the_yes_no_and_refuses_credit_for_i_dont_
     assert truth_score(where, Answer(text="In the kitchen.")) == 0.0
     assert truth_score(where, Answer(status="no_answer", text="I saw it in the meeting room")) == 0.0
     yes_no = EqaQuestion("yes_no", "Is the red box in the kitchen?", "no", "kitchen")
-    assert truth_score(yes_no, Answer(type="binary", binary="no", text="No.")) == 1.0
-    assert truth_score(yes_no, Answer(text="No, I have no such observation.")) == 1.0
+    assert truth_score(yes_no, Answer(type="binary", binary="no", text="No, it is in the office.",
+                                      evidence=["ep/7"])) == 1.0
+    assert truth_score(yes_no, Answer(text="No, I last saw it in the office.", evidence=["ep/7"])) == 1.0
+    assert truth_score(yes_no, Answer(text="No, I have no such observation.")) == 0.0     # no evidence: no answer
     assert truth_score(yes_no, Answer(text="Yes, last in the kitchen at 10:00.")) == 0.0
     assert truth_score(yes_no, Answer(text="I don't know: I was never in the kitchen.")) == 0.0
 

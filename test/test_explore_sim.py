@@ -55,6 +55,8 @@ def test_the_report_and_maps_are_written(results):
     assert json.loads((out / "results.json").read_text())["summary"] == res["summary"]
     image = cv2.imread(str(out / "maps" / "s0-semantic-B-same-episodic.png"))
     assert image is not None and image.shape[0] > 100
+    plot = cv2.imread(str(out / "explore.png"))
+    assert plot is not None and plot.shape[1] >= 600 and "![success, SPL and EQA" in report
 
 
 def test_every_episode_answers_its_question_from_what_it_saw(results):

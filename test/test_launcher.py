@@ -292,3 +292,33 @@ def test_node_rejects_unknown_parameter_at_startup(tmp_path):
                           env={**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"})
     assert proc.returncode == 2
     assert "bogus_key" in proc.stderr and "/memory" in proc.stderr
+
+
+def test_an_active_node_is_kept_when_its_lifecycle_driver_then_crashes(bin_dir, caplog):
+    """The driver said the node is active, then died in its own teardown (a native crash in
+    rclpy's shutdown): the node is not stopped (CI once lost an active memory node so). A driver
+    that failed before the node was active still stops it."""
+    import subprocess
+    import time
+
+    from embodied_memory.launcher import active_line
+    launcher = Launcher(StackSpec("t", "test", [spec("memory", script(bin_dir, "sleeper", "sleep 30"))]),
+                        output=io.StringIO())
+    with caplog.at_level(logging.INFO, logger="embodied_memory.launcher"):
+        try:
+            launcher.start()
+            node = launcher._nodes["memory"]
+            for said, crashes in ((active_line("/memory", 4.9), "kill -SEGV $$"),
+                                  ("/memory: activate did not finish within 300 s", "exit 1")):
+                node.driver = subprocess.Popen(["sh", "-c", f"echo '{said}'; {crashes}"], stdout=subprocess.PIPE,
+                                               stderr=subprocess.STDOUT)
+                node.driver.wait()
+                launcher._check_driver(node, time.monotonic())
+                if crashes.startswith("kill"):
+                    assert node.lifecycle_error is None and node.process.poll() is None
+            assert node.lifecycle_error == ("/memory: activate did not finish within 300 s", False)
+        finally:
+            launcher.shutdown()
+    log = launcher_log(caplog)
+    assert "node 'memory' is active (/memory: active after 4.9 s); its lifecycle driver then ended with" in log
+    assert "node 'memory' did not come up: /memory: activate did not finish" in log

@@ -38,6 +38,7 @@ import ctypes
 import functools
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -55,6 +56,13 @@ log = logging.getLogger("embodied_memory.launcher")
 
 LOG_TAIL_LINES = 20
 CONFIG_ERROR_EXIT = 2     # nodes exit 2 on a configuration error (nodes/common.py run_node)
+ACTIVE_LINE = re.compile(r": (active after \d+(\.\d+)? s|already active)$")   # the lifecycle driver's success
+
+
+def active_line(name: str, seconds: Optional[float] = None) -> str:
+    """What the lifecycle driver prints once ``name`` is active (``seconds`` after it began;
+    None: it already was): the launcher reads the node's state from it."""
+    return f"{name}: already active" if seconds is None else f"{name}: active after {seconds:.1f} s"
 
 
 try:   # loaded here: the child of a fork in a threaded process must not import anything
@@ -243,6 +251,10 @@ class Launcher:
         name = node.spec.name
         if code == 0:
             log.info("node '%s' is active (%s)", name, what)
+            return
+        if any(ACTIVE_LINE.search(line) for line in lines):   # the node is active: only the driver's teardown failed
+            log.warning("node '%s' is active (%s); its lifecycle driver then ended with %s", name, what,
+                        exit_reason(code))
             return
         if node.process is None:
             return

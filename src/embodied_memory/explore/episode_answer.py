@@ -20,7 +20,7 @@ from typing import Callable, Optional, Protocol, Sequence
 import cv2
 import numpy as np
 
-from ..agent.answer import STATUS_ERROR, Answer, extract_json_objects
+from ..agent.answer import STATUS_ERROR, STATUS_NO_ANSWER, Answer, extract_json_objects
 from ..llm.chat_client import LLMError
 from ..llm.images import image_part
 from .explorer import EpisodeView
@@ -113,19 +113,22 @@ class VlmAnswerer:
 
 def parse_vlm_reply(content: str, shown: Sequence[EpisodeView]) -> Answer:
     """The model's JSON as an Answer: wrong types are dropped, view numbers outside the list
-    are ignored; no usable object is an error answer that quotes the reply."""
+    are ignored, a place is kept only when it is one of the shown views' (a place the robot
+    knows, never a free-text destination); an unsure answer that points at no view is no
+    answer; no usable object is an error answer that quotes the reply. No position: a view's
+    camera pose is not where the thing is."""
     for value in extract_json_objects(content):
         if not isinstance(value, dict) or not isinstance(value.get("answer"), str) or not value["answer"].strip():
             continue
         used = [shown[i - 1] for i in value.get("views", []) if isinstance(i, int) and not isinstance(i, bool)
                 and 1 <= i <= len(shown)] if isinstance(value.get("views"), list) else []
         yes_no = value.get("yes_no") if value.get("yes_no") in ("yes", "no") else ""
-        place = value.get("place") if isinstance(value.get("place"), str) else ""
+        place = value.get("place").strip() if isinstance(value.get("place"), str) else ""
+        place = place if place in {v.place for v in shown if v.place} else ""
         confident = value.get("confident") is True
-        ans = Answer(type="binary" if yes_no else ("waypoint" if place else "text"), text=value["answer"].strip(),
-                     binary=yes_no, waypoint=place.strip(), evidence=[v.observation_id for v in used],
-                     confidence=0.8 if confident else 0.3)
-        if used and not yes_no:
-            ans.position = [used[0].pose.x, used[0].pose.y, 0.0]
-        return ans
+        text = value["answer"].strip()
+        if not confident and not used:
+            return Answer(status=STATUS_NO_ANSWER, text=text, error="the model was not sure and named no view")
+        return Answer(type="binary" if yes_no else ("waypoint" if place else "text"), text=text, binary=yes_no,
+                      waypoint=place, evidence=[v.observation_id for v in used], confidence=0.8 if confident else 0.3)
     return Answer(status=STATUS_ERROR, error=f"the vision-language model's reply has no answer: {content[:160]!r}")

@@ -115,7 +115,6 @@ class EpisodeView:
     description: str
     image_path: str                   # "" without an image directory
     step: int
-    target_seen: bool
 
 
 Feedback = Callable[["Explorer", Pose], None]     # called once per step (state, frontiers, map)
@@ -168,7 +167,7 @@ class Explorer:
                                            description=description, image_path=image_path, waypoint_id=place,
                                            global_embedding=embedding, regions=regions)])
         self.views.append(EpisodeView(observation_id, Pose(p.x, p.y, p.z, p.yaw), place, description, image_path,
-                                      self.step, seen is not None))
+                                      self.step))
         self.log.append(ExecutionStep(self.step, self.meta.state.value, p.x, p.y, p.yaw, action,
                                       f"target in view at ({seen[0]:.1f}, {seen[1]:.1f})" if seen else "",
                                       image_path))
@@ -178,11 +177,15 @@ class Explorer:
 
     def _region_box(self, frame: Frame) -> Callable[[np.ndarray], Optional[Box3D]]:
         """A region mask's 3D box in the map frame, through this camera's model (pitch included)."""
+        depth, cam = frame.depth, self.env.camera        # intrinsics of the depth image
+
         def box(mask: np.ndarray) -> Optional[Box3D]:
-            v, u = np.nonzero(mask & (frame.depth > 0.05) & (frame.depth < self.params.grid.max_range))
+            if mask.shape != depth.shape[:2]:             # a colour mask on a depth image of another size
+                mask = cv2.resize(mask.astype(np.uint8), depth.shape[1::-1], interpolation=cv2.INTER_NEAREST) > 0
+            v, u = np.nonzero(mask & (depth > 0.05) & (depth < self.params.grid.max_range))
             if len(u) < 20:
                 return None
-            fwd, left, up = self.env.camera.to_body(u, v, frame.depth[v, u])
+            fwd, left, up = cam.to_body(u, v, depth[v, u])
             p = frame.pose
             c, s = math.cos(p.yaw), math.sin(p.yaw)
             return box_of_points(np.stack([p.x + c * fwd - s * left, p.y + s * fwd + c * left, p.z + up], axis=-1))

@@ -22,6 +22,7 @@ import time
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 
+from ..launcher import active_line
 from .service_client import DISCOVERY_SETTLE_S, short_lived_node
 
 EXIT_ACTIVE, EXIT_FAILED, EXIT_CONFIGURE_FAILED = 0, 1, 2
@@ -97,7 +98,7 @@ def drive(name: str, after: list[str], timeout_s: float, out=sys.stdout) -> int:
             say(f"{name}: configured in {time.monotonic() - start:.1f} s")
             state = "inactive"
         if state == "active":
-            say(f"{name}: already active")
+            say(active_line(name))
             return EXIT_ACTIVE
         if state != "inactive":
             say(f"{name}: is {state}; cannot activate it")
@@ -116,7 +117,7 @@ def drive(name: str, after: list[str], timeout_s: float, out=sys.stdout) -> int:
             say(f"{name}: activate " + ("failed (see the node's log)" if done is False else
                                          f"did not finish within {timeout_s:g} s"))
             return EXIT_FAILED
-        say(f"{name}: active after {time.monotonic() - start:.1f} s")
+        say(active_line(name, time.monotonic() - start))
         return EXIT_ACTIVE
 
 

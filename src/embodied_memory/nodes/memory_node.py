@@ -100,6 +100,9 @@ class MemoryNode(ManagedNode):
         if p.clip_weights:                       # missing weights or open_clip: configure fails naming the setting
             from ..perception.image_embedding import ClipTextQuery
             query_encoder = ClipTextQuery(p.clip_model, p.clip_weights, p.device)
+            if query_encoder.dim != p.image_dim:
+                raise ConfigError(f"clip_weights: {p.clip_model} embeds into {query_encoder.dim} dimensions but "
+                                  f"image_dim is {p.image_dim}: set image_dim to the image embedder's (CLIP's)")
         self.store = open_store_waiting(StoreParams(**{k: getattr(p, k) for k in store_fields}), self.get_logger(),
                                         image_query_embedder=query_encoder)
         self.get_logger().info(f"memory store ({p.backend}) at {self.store.data_dir}: "

@@ -7,7 +7,8 @@ answerer answers it when the episode ends.
 
 Scoring (never seen by the system under test):
 * offline, on the simulator's truth: 1 when the answer names the true room (its place field, or
-  exactly one room in its text) or says the right yes/no, else 0; "I don't know" is 0;
+  exactly one room in its text) or says the right yes/no (a "no" only with evidence: where the
+  thing was seen instead; "I have no such observation" is no answer), else 0; "I don't know" is 0;
 * with an endpoint, LLM-Match as OpenEQA defines it: a judge model rates the answer against
   the true one from 1 to 5, and the score is (rating - 1) / 4;
 * LLM-Match x SPL (HIMM's efficiency-weighted score): per episode, score x SPL, averaged.
@@ -80,7 +81,8 @@ def truth_score(question: EqaQuestion, answer: Answer) -> float:
         return 0.0
     if question.kind == "yes_no":
         said = answer.binary or ("yes" if _YES.search(answer.text) else "no" if _NO.search(answer.text) else "")
-        return float(said == question.answer)
+        # a "no" from having no observation at all is no answer: an always-no robot would score
+        return float(said == question.answer and (said == "yes" or bool(answer.evidence)))
     place = re.sub(r"_\d+$", "", answer.waypoint.strip().lower().replace(" ", "_"))
     named = [place] if place in ROOMS else rooms_named(answer.text)
     return float(len(named) == 1 and named[0] == question.answer)

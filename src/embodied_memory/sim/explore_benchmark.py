@@ -216,6 +216,7 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
         task = make_task(seed)
         for policy in cfg.policies:
             root = out_dir / f"seed_{seed}" / policy
+            shutil.rmtree(root / "images", ignore_errors=True)
             run = _Run(cfg, embedder, text_embedder, client, root / "images", out_dir / "maps")
             with _memory(root / "memory") as store:
                 first = run.episode(task, policy, cfg.first_start, f"s{seed}-{policy}-A", store, recall=False)
@@ -239,15 +240,46 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
                "seconds": round(time.perf_counter() - t_start, 1)}
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))
     (out_dir / "report.md").write_text(report(results))
+    plot(results, out_dir / "explore.png")
     return results
+
+
+PLOTTED = (("success", "success"), ("spl", "SPL"), ("truth_match", "EQA truth-match"),
+           ("truth_match_spl", "truth-match x SPL"), ("llm_match_spl", "LLM-Match x SPL"))
+
+
+def plot(results: dict, path: Path) -> bool:
+    """Bars per policy and memory of success, SPL and the EQA scores (those measured)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed: no plot")
+        return False
+    runs = [(f"{policy}\n{memory}", v) for policy, parts in results["by_policy"].items() for memory, v in parts.items()]
+    metrics = [(key, label) for key, label in PLOTTED if any(v.get(key) is not None for _, v in runs)]
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(runs)) + 2, 4))
+    width = 0.8 / len(metrics)
+    for i, (key, label) in enumerate(metrics):
+        ax.bar([r + i * width for r in range(len(runs))], [v.get(key) or 0.0 for _, v in runs], width, label=label)
+    ax.set_xticks([r + 0.4 - width / 2 for r in range(len(runs))], [name for name, _ in runs], fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_title("explore-bench: per policy and memory (none = first visit)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
 
 
 @contextlib.contextmanager
 def _memory(data_dir: Path, copy_of: Optional[Path] = None):
     """A store in ``data_dir``, started as a copy of the closed store in ``copy_of``."""
     from ..store.memory_store import open_store
+    shutil.rmtree(data_dir, ignore_errors=True)      # a rerun into the same --out starts from nothing
     if copy_of is not None:
-        shutil.copytree(copy_of, data_dir, dirs_exist_ok=True)
+        shutil.copytree(copy_of, data_dir)
     store = open_store(StoreParams(data_dir=str(data_dir)))
     try:
         yield store
@@ -335,7 +367,8 @@ def report(results: dict) -> str:
     if results.get("rules"):
         lines += ["", f"Rules learned from {len(results['training'])} training episodes (seeds 100+):", ""]
         lines += [f"- {r['kind']} ({r['key']}): if {r['condition']} then {r['action']}" for r in results["rules"]]
-    lines += ["", f"Total time: {results['seconds']} s"]
+    lines += ["", "![success, SPL and EQA per policy and memory](explore.png)", "",
+              f"Total time: {results['seconds']} s"]
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,8 @@
 
 Regions are scored exactly (cosine over their stored embeddings, which share the image
 embedder's space): those of one episode (HIMM's target query on a recalled episode, a few
-thousand at most), or else the newest ``REGION_SCAN_MAX`` regions up to ``before``.
+thousand at most), or else the newest ``REGION_SCAN_MAX`` regions up to ``before`` (a bounded
+read, in chunks; an index of regions is left for when memories need more).
 ``similar_regions`` takes an embedding (a goal given as an image, embedded like the crops);
 ``regions`` takes words and needs an image-space text encoder (CLIP: the memory node's
 ``clip_weights``); without one it is an error that names the setting, never a description
@@ -18,7 +19,8 @@ from ..types import as_vector
 from .errors import StoreError
 from .tool_registry import OBSERVATION, query_tool
 
-REGION_SCAN_MAX = 200_000      # regions scored per query without an episode (newest first)
+REGION_SCAN_MAX = 50_000       # regions scored per query (newest first): a bounded read on a long memory
+REGION_CHUNK = 5_000            # rows read and scored at a time
 REGION = (f"{OBSERVATION}; region: box (x1, y1, x2, y2 pixels), label, center_3d and size_3d (map frame, "
           "metres, null without depth); similarity (cosine)")
 
@@ -47,33 +49,41 @@ class RegionSearchMixin:
 
     def _best_regions(self, vec: np.ndarray, k: int, episode: Optional[str], exclude_episode: Optional[str],
                       before: Optional[float]) -> list[dict]:
-        where, args = ["r.emb IS NOT NULL"], []
-        if episode:
-            where.append("o.episode_id = ?")
-            args.append(episode)
-        if exclude_episode:
-            where.append("o.episode_id != ?")
-            args.append(exclude_episode)
-        if before is not None:
-            where.append("o.t <= ?")
-            args.append(before)
-        rows = self._conn().execute(
-            "SELECT r.obs, r.label, r.x1, r.y1, r.x2, r.y2, r.emb, r.cx, r.cy, r.cz, r.sx, r.sy, r.sz "
-            "FROM regions r JOIN observations o ON o.id = r.obs WHERE " + " AND ".join(where)
-            + " ORDER BY o.t DESC LIMIT ?", (*args, REGION_SCAN_MAX)).fetchall()
-        rows = [r for r in rows if len(r[6]) == 4 * len(vec)]     # another embedder's regions are not comparable
-        if not rows:
+        """Exact top-k by cosine, streamed in chunks (newest first, at most ``REGION_SCAN_MAX``);
+        only regions of the query's dimension (another embedder's are not comparable)."""
+        vec = np.asarray(vec, np.float32)
+        vec = vec / (np.linalg.norm(vec) or 1.0)
+        where, args = ["r.emb IS NOT NULL", "length(r.emb) = ?"], [4 * len(vec)]
+        for clause, value in (("o.episode_id = ?", episode), ("o.episode_id != ?", exclude_episode),
+                              ("o.t <= ?", before)):
+            if value is not None and value != "":
+                where.append(clause)
+                args.append(value)
+        cursor = self._conn().execute(
+            "SELECT r.id, r.obs, r.emb FROM regions r JOIN observations o ON o.id = r.obs WHERE "
+            + " AND ".join(where) + " ORDER BY o.t DESC LIMIT ?", (*args, REGION_SCAN_MAX))
+        best_sims, best_ids = np.zeros(0, np.float32), np.zeros(0, np.int64)
+        while chunk := cursor.fetchmany(REGION_CHUNK):
+            vecs = np.frombuffer(b"".join(r[2] for r in chunk), np.float32).reshape(len(chunk), -1)
+            sims = vecs @ vec / np.maximum(np.linalg.norm(vecs, axis=1), 1e-12)
+            best_sims = np.concatenate([best_sims, sims.astype(np.float32)])
+            best_ids = np.concatenate([best_ids, np.fromiter((r[0] for r in chunk), np.int64, len(chunk))])
+            if len(best_sims) > k:                               # keep the running top k
+                keep = np.argpartition(-best_sims, k)[:k]
+                best_sims, best_ids = best_sims[keep], best_ids[keep]
+        order = np.argsort(-best_sims, kind="stable")
+        region_ids = [int(best_ids[i]) for i in order]
+        if not region_ids:
             return []
-        vecs = np.frombuffer(b"".join(r[6] for r in rows), np.float32).reshape(len(rows), -1)
-        norm = np.linalg.norm(vec) or 1.0
-        sims = vecs @ (vec / norm) / np.maximum(np.linalg.norm(vecs, axis=1), 1e-12)
-        best = np.argsort(-sims, kind="stable")[:k]
-        observations = self._rows_by_id(rows[i][0] for i in best)
+        rows = {r[0]: r for r in self._conn().execute(
+            "SELECT id, obs, label, x1, y1, x2, y2, cx, cy, cz, sx, sy, sz FROM regions WHERE id IN ("
+            + ",".join("?" * len(region_ids)) + ")", region_ids)}
+        observations = self._rows_by_id(rows[i][1] for i in region_ids)
         out = []
-        for i in best:
+        for i, sim in zip(region_ids, best_sims[order]):
             r = rows[i]
-            rec = self._record(observations[r[0]], float(sims[i]), "similarity")
-            rec["region"] = {"box": [round(v, 1) for v in r[2:6]], "label": r[1] or "",
+            rec = self._record(observations[r[1]], float(sim), "similarity")
+            rec["region"] = {"box": [round(v, 1) for v in r[3:7]], "label": r[2] or "",
                              "center_3d": None if r[7] is None else [round(v, 3) for v in r[7:10]],
                              "size_3d": None if r[10] is None else [round(v, 3) for v in r[10:13]]}
             out.append(rec)
