@@ -103,13 +103,15 @@ def test_the_memory_answerer_is_the_query_agent():
     assert answerer.answer("Where is the red box?", []).waypoint == "kitchen" and asked == ["Where is the red box?"]
 
 
-def test_questions_name_the_true_room_for_even_seeds_and_another_for_odd():
-    task = SimTask(4, "box", "red", "kitchen")
+def test_yes_no_questions_ask_each_phrasing_with_both_answers():
+    task = SimTask(2, "box", "red", "kitchen")
     assert make_question(task, "location") == EqaQuestion("location", "Where is the red box?", "kitchen")
-    assert make_question(task, "yes_no").text == "Is the red box in the kitchen?"
-    assert make_question(task, "yes_no").answer == "yes"
-    odd = make_question(SimTask(5, "duckie", "", "kitchen"), "yes_no")
-    assert odd.text.startswith("Is there a rubber duck in the ") and odd.answer == "no" and odd.room != "kitchen"
+    assert make_question(task, "yes_no") == EqaQuestion("yes_no", "Is the red box in the kitchen?", "yes", "kitchen")
+    other = make_question(SimTask(6, "box", "red", "kitchen"), "yes_no")
+    assert other.text.startswith("Is the red box in the ") and other.answer == "no" and other.room != "kitchen"
+    there = [make_question(SimTask(seed, "duckie", "", "kitchen"), "yes_no") for seed in (3, 7)]
+    assert all(q.text.startswith("Is there a rubber duck in the ") for q in there)
+    assert [q.answer for q in there] == ["yes", "no"]
     assert floor_plan_place(-6.0, -4.0) == "kitchen" and floor_plan_place(0.0, 0.5) == "corridor"
 
 

@@ -221,5 +221,10 @@ def test_is_a_thing_in_a_room_asks_where_it_is_now_after_it_was_moved(tmp_path):
         assert agent.ask("Is the red box in the office?", as_of=T0 + 2 * HOUR).binary == "yes"
         assert agent.ask("Was the red box in the kitchen?", as_of=T0 + 2 * HOUR).binary == "yes"   # it was
         assert agent.ask("Is the red box in the kitchen?", as_of=T0 + 0.5 * HOUR).binary == "yes"  # before the move
+        # a room never visited: the one red box was seen elsewhere, so no (and it says it was never there)
+        never = agent.ask("Is the red box in the lab?", as_of=T0 + 2 * HOUR)
+        assert never.binary == "no" and "in the office" in never.text and "not been in the lab" in never.text
+        assert agent.ask("Is there a red box in the lab?", as_of=T0 + 2 * HOUR).status == "no_answer"
+        assert agent.ask("Is the green piano in the lab?", as_of=T0 + 2 * HOUR).status == "no_answer"
     finally:
         store.close()

@@ -104,7 +104,7 @@ class RulesPlanner:
         if p.unknown_by_reading and self._described(tools, p.unknown_person):
             p.unknown_person, p.unknown_by_reading = "", False     # "Printer today?": a thing the robot saw
         if p.unknown_person or p.unknown_place:  # never answer about someone or somewhere never seen
-            ans = self._unknown(p)
+            ans = self._seen_elsewhere_only(p, tools) or self._unknown(p)
         elif self._about_people(p):
             ans = self._people(p, tools)
         else:
@@ -259,6 +259,23 @@ class RulesPlanner:
                      text=f"No, I last saw {p.target or 'it'} {_place(row)} at {self._hhmm(row['t'], tools)} "
                           f"(earlier {place_phrase(p.place)}, at {self._hhmm(newest_here, tools)}).")
         return self._evidence(ans, [row] + here)
+
+    def _seen_elsewhere_only(self, p: ParsedQuestion, tools: ToolBox) -> Optional[Answer]:
+        """"Is the red box in the meeting room?" where the robot never was, but saw that one red
+        box elsewhere: no, it was there (a thing is in one place); "I have not been in" is said
+        too. None for anything else (people, "is there a ...", a time, nothing seen)."""
+        if (p.unknown_person or p.kind != "yes_no" or p.person or p.about_people or p.start
+                or not p.target or not _THE_THING.match(p.text)):
+            return None
+        rows = self._matches(tools, p)
+        if not rows:
+            return None
+        row = max(rows, key=lambda r: r["t"])
+        ans = Answer(type="binary", binary="no", confidence=0.5, position=_position(row),
+                     waypoint=row.get("waypoint", ""),
+                     text=f"No, I last saw {p.target} {_place(row)} at {self._hhmm(row['t'], tools)} "
+                          f"(I have not been in {p.unknown_place}).")
+        return self._evidence(ans, [row] + rows)
 
     def _people_near(self, p: ParsedQuestion, tools: ToolBox) -> tuple[list[str], list[dict]]:
         """People in the observations matching the question's object phrase ("who was near the red car")."""

@@ -2,8 +2,9 @@
 
 Each exploration task gets one question that needs exploring to answer: where its target
 object is (a room), or whether it is in a named room (yes/no; the room named is the true one
-for even seeds, another for odd ones). The question is the explorer's instruction, the episode's
-answerer answers it when the episode ends.
+for seeds 0-3, 8-11, 16-19, another for 4-7, 12-15; each phrasing is asked with both answers).
+The question is the explorer's instruction, the episode's answerer answers it when the episode
+ends.
 
 Scoring (never seen by the system under test):
 * offline, on the simulator's truth: 1 when the answer names the true room (its place field, or
@@ -45,12 +46,13 @@ def label(room: str) -> str:
 
 
 def make_question(task: SimTask, kind: str) -> EqaQuestion:
-    """The task's question of ``kind``; the phrasing and (yes/no) the room named vary with the seed."""
+    """The task's question of ``kind``; the phrasing (seed % 2) and, for yes/no, whether the
+    room named is the true one ((seed // 4) % 2 == 0) vary with the seed independently."""
     phrasing = _PHRASINGS[kind][task.seed % 2]
     if kind == "location":
         return EqaQuestion(kind, phrasing.format(target=task.target), task.target_room)
     others = [r for r in TARGET_ROOMS if r != task.target_room]
-    room = task.target_room if task.seed % 2 == 0 else others[(task.seed // 2) % len(others)]
+    room = task.target_room if (task.seed // 4) % 2 == 0 else others[task.seed % len(others)]
     return EqaQuestion(kind, phrasing.format(target=task.target, room=label(room)),
                        "yes" if room == task.target_room else "no", room)
 
