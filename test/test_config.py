@@ -42,6 +42,17 @@ def test_invalid_value_is_rejected_by_validate():
         parse_params(StoreParams, {"backend": "postgres"}, "x")
 
 
+@pytest.mark.parametrize("values,problem", [
+    ({"answerer": "oracle"}, "answerer: unknown 'oracle'"),
+    ({"answerer": "vlm"}, "answerer: vlm needs llm_base_url"),
+    ({"waypoints_file": "rooms.yaml"}, "set it only with environment: robot"),
+    ({"waypoint_radius_m": 0.0}, "waypoint_radius_m: must be > 0")])
+def test_explore_answerer_and_places_are_validated(values, problem):
+    from embodied_memory.params import ExploreNodeParams
+    with pytest.raises(ConfigError, match=problem):
+        parse_params(ExploreNodeParams, values, "explore")
+
+
 def test_unknown_node_key_and_executable(tmp_path):
     path = write(tmp_path, "nodes:\n  memory:\n    executable: memory_node\n    respwan: true\n")
     with pytest.raises(ConfigError, match="respwan"):

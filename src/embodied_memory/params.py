@@ -285,6 +285,9 @@ class ExploreNodeParams:
             raise ValueError(f"explore_policy: unknown '{self.explore_policy}' ({' | '.join(EXPLORE_POLICIES)})")
         if self.decomposition not in ("words", "llm"):
             raise ValueError(f"decomposition: unknown '{self.decomposition}' (words | llm)")
+        if self.waypoints_file and self.environment == "sim":
+            raise ValueError("waypoints_file: the simulated office names its rooms from its floor plan; "
+                             "set it only with environment: robot")
         if self.answerer not in ("memory", "vlm"):
             raise ValueError(f"answerer: unknown '{self.answerer}' (memory | vlm)")
         for name, model in (("pruning", "mllm"), ("verifier", "mllm"), ("explore_policy", "mllm"),

@@ -237,7 +237,11 @@ class ExploreNode(Node):
 
     def _answer(self, question: str, target: str, result):
         if question and self.params.answerer == "vlm":     # the episode's views, to the model
-            return answer_to_msg(VlmAnswerer(self._client, self.text_embedder).answer(question, result.views))
+            try:                                             # endpoint errors are answers; anything else too
+                answer = VlmAnswerer(self._client, self.text_embedder).answer(question, result.views)
+            except Exception as exc:  # noqa: BLE001 - the goal still returns its exploration result
+                answer = Answer(status="error", error=f"answering from the views failed: {exc}", planner="vlm")
+            return answer_to_msg(answer)
         if question and self._ask is not None:
             return self._ready_answer if self._ready_answer is not None else self._ask_agent(question)
         if result.success and result.target_xy is not None:
