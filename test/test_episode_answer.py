@@ -9,7 +9,8 @@ from embodied_memory.agent.answer import Answer
 from embodied_memory.explore.episode_answer import MemoryAnswerer, VlmAnswerer, select_views
 from embodied_memory.explore.explorer import EpisodeView
 from embodied_memory.llm.chat_client import ChatClient, LLMConfig
-from embodied_memory.sim.eqa import EqaQuestion, floor_plan_place, llm_match, make_question, truth_score
+from embodied_memory.sim.eqa import (EqaQuestion, always_baselines, floor_plan_place, llm_match, make_question,
+                                     truth_score)
 from embodied_memory.sim.exploration import SimTask
 from embodied_memory.types import Pose
 
@@ -107,11 +108,16 @@ def test_yes_no_questions_ask_each_phrasing_with_both_answers():
     task = SimTask(2, "box", "red", "kitchen")
     assert make_question(task, "location") == EqaQuestion("location", "Where is the red box?", "kitchen")
     assert make_question(task, "yes_no") == EqaQuestion("yes_no", "Is the red box in the kitchen?", "yes", "kitchen")
-    other = make_question(SimTask(6, "box", "red", "kitchen"), "yes_no")
+    other = make_question(SimTask(14, "box", "red", "kitchen"), "yes_no")
     assert other.text.startswith("Is the red box in the ") and other.answer == "no" and other.room != "kitchen"
-    there = [make_question(SimTask(seed, "duckie", "", "kitchen"), "yes_no") for seed in (3, 7)]
+    there = [make_question(SimTask(seed, "duckie", "", "kitchen"), "yes_no") for seed in (11, 15)]
     assert all(q.text.startswith("Is there a rubber duck in the ") for q in there)
-    assert [q.answer for q in there] == ["yes", "no"]
+    assert [q.answer for q in there] == ["no", "yes"]
+    held_out = [make_question(SimTask(seed, "duckie", "", "kitchen"), "yes_no").answer
+                for seed in (10, 11, 14, 15, 18, 19)]
+    assert held_out.count("yes") == held_out.count("no") == 3
+    rows = [{"question_kind": "yes_no", "true_answer": a} for a in held_out] + [{"question_kind": "location"}]
+    assert always_baselines(rows) == {"always_yes": 0.5, "always_no": 0.5}
     assert floor_plan_place(-6.0, -4.0) == "kitchen" and floor_plan_place(0.0, 0.5) == "corridor"
 
 

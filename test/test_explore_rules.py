@@ -119,6 +119,8 @@ def test_learn_rules_command_runs_training_episodes_and_stores_their_rules(tmp_p
     (["explore-bench", "--policies", "nearest,random"], "--policies"),
     (["explore-bench", "--policies", "mllm"], "needs --llm-base-url"),
     (["explore-bench", "--answerer", "vlm"], "--answerer vlm needs --llm-base-url"),
+    (["explore-bench", "--seeds=-1"], "world seeds are 0 or more"),
+    (["explore-bench", "--out", "/dev/null/x"], "cannot write there"),
 ])
 def test_rule_and_bench_commands_refuse_bad_arguments_in_one_line(argv, problem, capsys):
     from embodied_memory.cli import main
@@ -145,6 +147,14 @@ def test_the_ablation_gives_learned_rules_to_the_semantic_and_both_runs(tmp_path
     assert set(res["by_policy"]["semantic"]) == {"none", "episodic", "semantic", "both"}
     report = (tmp_path / "report.md").read_text()
     assert "| semantic | both | 1 |" in report and "enter the room before following a long corridor" in report
+
+
+def test_a_bench_where_no_question_was_answered_is_flagged():
+    from embodied_memory.sim.explore_benchmark import answerer_never_answered
+    failed = {"question": "Where is the red box?", "answer": "(error: the vision-language endpoint failed: refused)"}
+    assert answerer_never_answered({"episodes": [failed, failed]})
+    assert not answerer_never_answered({"episodes": [failed, dict(failed, answer="In the kitchen.")]})
+    assert not answerer_never_answered({"episodes": [{"question": "", "answer": ""}]})       # --no-eqa
 
 
 def test_a_bench_where_the_model_never_decided_is_flagged():

@@ -81,7 +81,8 @@ def region_store(tmp_path):
     store = open_store(StoreParams(data_dir=str(tmp_path / "m"), image_dim=8, text_embedder="hash"),
                        image_query_embedder=Words())
     store.insert([Observation("a/1", 1000.0, "a", Pose(1.0, 2.0), description="a room", global_embedding=_unit(0),
-                              regions=[Region((0, 0, 10, 10), "segment", 0.5, _unit(1), (1.5, 2.5, 0.4), (0.5, 0.5, 0.8)),
+                              regions=[Region((0, 0, 10, 10), "segment", 0.5, _unit(1), (1.5, 2.5, 0.4),
+                                              (0.5, 0.5, 0.8)),
                                        Region((10, 0, 20, 10), "segment", 0.5, _unit(2))]),
                   Observation("b/1", 2000.0, "b", Pose(5.0, 5.0), description="a hall", global_embedding=_unit(0),
                               regions=[Region((0, 0, 10, 10), "segment", 0.5, 0.9 * _unit(1) + 0.1 * _unit(3))])])

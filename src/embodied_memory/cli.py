@@ -231,11 +231,18 @@ def cmd_demo(args) -> int:
 
 def cmd_explore_bench(args) -> int:
     from .explore.policies import POLICIES
-    from .sim.explore_benchmark import ExploreBenchConfig, main_summary, model_never_decided, run_explore_benchmark
+    from .sim.explore_benchmark import (ExploreBenchConfig, answerer_never_answered, main_summary, model_never_decided,
+                                       run_explore_benchmark)
     try:
-        seeds = tuple(int(v) for v in args.seeds.split(","))
+        seeds = tuple(dict.fromkeys(int(v) for v in args.seeds.split(",")))
     except ValueError as exc:
         raise ConfigError(f"--seeds: comma-separated integers expected ({exc})") from exc
+    if any(seed < 0 for seed in seeds):
+        raise ConfigError(f"--seeds: world seeds are 0 or more, not {args.seeds!r}")
+    try:
+        (Path(args.out) / "maps").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {args.out}: cannot write there ({exc.strerror})") from exc
     policies = tuple(v.strip() for v in args.policies.split(",") if v.strip())
     unknown = [v for v in policies if v not in POLICIES]
     if unknown or not policies:
@@ -254,6 +261,10 @@ def cmd_explore_bench(args) -> int:
     print(f"report: {Path(args.out) / 'report.md'}")
     if model_never_decided(results):
         print("the model never decided (every mllm decision fell back to semantic): check --llm-base-url",
+              file=sys.stderr)
+        return 1
+    if answerer_never_answered(results):
+        print("no question was answered (every answer was an error): check --llm-base-url for the vlm answerer",
               file=sys.stderr)
         return 1
     return 0

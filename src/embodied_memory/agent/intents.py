@@ -79,7 +79,8 @@ FAMILY = {"last_place": "last", "where_now": "last", "last_time": "last", "depar
 
 # the words "first" / "last" decide between the two one-sighting families
 _LAST_WORDS = re.compile(r"\b(last|latest|most recent(ly)?|final)\b")
-FIRST_WORDS = re.compile(r"\b(first(?! aid\b)|earliest|initial(ly)?|original(ly)?|how far back)\b")   # a first aid kit is no first
+# a first aid kit is no first sighting
+FIRST_WORDS = re.compile(r"\b(first(?! aid\b)|earliest|initial(ly)?|original(ly)?|how far back)\b")
 # "than usual", "as usual" compare with the habit; they do not ask for it
 _HABIT_WORDS = re.compile(r"(?<!than )(?<!as )\b(usual(ly)?|normal(ly)?|typical(ly)?|tends?|generally|most days|habit)\b")
 # "now", or "is Bob in ...?" without "usually", asks for the present, not the habit ("what part of

@@ -1,8 +1,8 @@
 """Embodied questions about the simulated office (A-EQA style) and how their answers are scored.
 
 Each exploration task gets one question that needs exploring to answer: where its target
-object is (a room), or whether it is in a named room (yes/no; the room named is the true one
-for seeds 0-3, 8-11, 16-19, another for 4-7, 12-15; each phrasing is asked with both answers).
+object is (a room), or whether it is in a named room (yes/no: as many yes as no over the
+held-out seeds, each phrasing asked with both answers).
 The question is the explorer's instruction, the episode's answerer answers it when the episode
 ends.
 
@@ -47,12 +47,13 @@ def label(room: str) -> str:
 
 def make_question(task: SimTask, kind: str) -> EqaQuestion:
     """The task's question of ``kind``; the phrasing (seed % 2) and, for yes/no, whether the
-    room named is the true one ((seed // 4) % 2 == 0) vary with the seed independently."""
+    room named is the true one ((seed // 4 + seed) % 2 == 0) vary with the seed: of the yes/no
+    seeds 10-19 (10, 11, 14, 15, 18, 19) half are yes, and each phrasing is asked both ways."""
     phrasing = _PHRASINGS[kind][task.seed % 2]
     if kind == "location":
         return EqaQuestion(kind, phrasing.format(target=task.target), task.target_room)
     others = [r for r in TARGET_ROOMS if r != task.target_room]
-    room = task.target_room if (task.seed // 4) % 2 == 0 else others[task.seed % len(others)]
+    room = task.target_room if (task.seed // 4 + task.seed) % 2 == 0 else others[task.seed % len(others)]
     return EqaQuestion(kind, phrasing.format(target=task.target, room=label(room)),
                        "yes" if room == task.target_room else "no", room)
 
@@ -71,6 +72,13 @@ def floor_plan_place(x: float, y: float) -> str:
 _ROOM_WORDS = {room: re.compile(r"\b" + label(room).replace(" ", r"[\s_]+") + r"\b", re.I) for room in ROOMS}
 _YES = re.compile(r"^\s*(yes|yeah|yep|correct|it is|there is)\b", re.I)
 _NO = re.compile(r"^\s*(no|nope|it is not|it isn't|there is no)\b", re.I)
+
+
+def always_baselines(rows: list[dict]) -> dict:
+    """What answering every yes/no question "yes" (or "no") would score: the floor a yes/no
+    accuracy must beat (from the rows' ``question_kind`` and ``true_answer``)."""
+    answers = [r["true_answer"] for r in rows if r.get("question_kind") == "yes_no"]
+    return {f"always_{a}": round(answers.count(a) / len(answers), 3) for a in ("yes", "no")} if answers else {}
 
 
 def rooms_named(text: str) -> list[str]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from .exploration import (TARGET_ROOMS, GroundTruthTargetDetector, SimExplorationEnv, SimTask,  # noqa: I100
                           ground_truth_description, make_task, start_pose)
-from .eqa import EqaQuestion, floor_plan_place, llm_match, question_for, truth_score
+from .eqa import EqaQuestion, always_baselines, floor_plan_place, llm_match, question_for, truth_score
 from ..agent.query_agent import AgentParams, QueryAgent
 from ..agent.tools import StoreMemoryClient
 from ..explore.episode_answer import MemoryAnswerer, VlmAnswerer
@@ -72,8 +72,8 @@ class ExploreBenchConfig:
     first_start: str = "lobby"
     second_start: str = "corridor_west"
     scenarios: tuple[str, ...] = ("same", "moved")
-    eqa: bool = True                      # each episode is asked its task's question (sim.eqa), answered at the end
-    answerer: str = "memory"              # memory (the query agent, offline) | vlm (the episode's views, needs the endpoint)
+    eqa: bool = True                      # each episode is asked its task's question (sim.eqa)
+    answerer: str = "memory"              # memory (the query agent, offline) | vlm (the views; needs the endpoint)
     width: int = 320
     height: int = 240
     explorer: ExplorerParams = ExplorerParams()
@@ -121,7 +121,7 @@ class _Run:
             answerer = VlmAnswerer(self.client, self.text_embedder)
         else:
             agent = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules"))
-            answerer = MemoryAnswerer(lambda q: agent.ask(q))
+            answerer = MemoryAnswerer(agent.ask)
         answer = answerer.answer(question.text, result.views)
         truth = truth_score(question, answer)
         match = llm_match(self.client, question, answer) if self.client is not None else None
@@ -159,13 +159,15 @@ class _Run:
             stats = chooser.stats
             spl_value = round(spl(success, result.path_length_m, shortest), 3)
             answered = self._answer(question, result, store, spl_value)
-            return answered | {"episode": episode_id, "policy": policy, "target": task.target, "room": task.target_room,
+            return answered | {
+                    "episode": episode_id, "policy": policy, "target": task.target, "room": task.target_room,
                     "start": start, "recall": recall, "rules": rules, "memory": MEMORIES[(recall, rules)],
                     "success": success, "message": result.message,
                     "path_m": round(result.path_length_m, 2), "shortest_m": round(shortest, 2),
                     "spl": spl_value, "steps": result.steps,
                     "seconds": round(seconds, 2), "model_calls": stats.model_calls, "fallbacks": stats.fallbacks,
-                    "tokens": stats.tokens_in + stats.tokens_out, "rules_given": len(explorer.rules),
+                    "tokens": stats.tokens_in + stats.tokens_out + answered.get("answer_tokens", 0),
+                    "rules_given": len(explorer.rules),
                     "i_explore": None if result.recall is None else bool(result.recall.i_explore),
                     "recall_reason": result.recall.reason if result.recall else "",
                     "states": [c.target.value for c in result.meta.changes]}
@@ -265,7 +267,7 @@ def plot(results: dict, path: Path) -> bool:
         ax.bar([r + i * width for r in range(len(runs))], [v.get(key) or 0.0 for _, v in runs], width, label=label)
     ax.set_xticks([r + 0.4 - width / 2 for r in range(len(runs))], [name for name, _ in runs], fontsize=8)
     ax.set_ylim(0, 1)
-    ax.set_title("explore-bench: per policy and memory (none = first visit)")
+    ax.set_title("explore-bench: per policy and memory (none: A, and B without recall)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -348,11 +350,16 @@ def report(results: dict) -> str:
             lines.append(f"| {policy} | {memory.replace('_', ' ')} | {s['episodes']} | {s['success']:.2f} | "
                          f"{s['spl']:.3f} | {eqa} | {s['path_m']} | {s['shortest_m']} | {s['tokens']} | "
                          f"{s['model_calls']} ({s['fallbacks']}) |")
-    lines += ["", "EQA: each episode is asked its task's question (where the target is, or whether it is in a "
-              "named room) and answers when it ends (answerer: " + results["config"].get("answerer", "memory")
-              + "). Truth-match scores the answer on the simulator's truth (1 right, 0 wrong or 'I don't "
-              "know'); LLM-Match is OpenEQA's judge ((mark - 1) / 4, with an endpoint only); x SPL weighs each "
-              "episode's score by its SPL (HIMM's LLM-Match x SPL)."]
+    if results["config"].get("eqa", True):
+        floor = always_baselines(results["episodes"])
+        lines += ["", "EQA: each episode is asked its task's question (where the target is, or whether it is in a "
+                  "named room) and answers when it ends (answerer: " + results["config"].get("answerer", "memory")
+                  + "). Truth-match scores the answer on the simulator's truth (1 right, 0 wrong or 'I don't "
+                  "know'; a 'no' only with evidence); LLM-Match is OpenEQA's judge ((mark - 1) / 4, with an "
+                  "endpoint only; '-' also when the judge gave no mark); x SPL weighs each episode's score by "
+                  "its SPL (HIMM's LLM-Match x SPL)."
+                  + (f" On the yes/no questions, answering always yes would score {floor['always_yes']:.2f}, "
+                     f"always no {floor['always_no']:.2f}." if floor else "")]
     lines += ["", "| run | episodes | success | SPL | mean path (m) | mean shortest (m) |", "|---|---|---|---|---|---|"]
     for key, s in results["summary"].items():
         lines.append(f"| {key} | {s['episodes']} | {s['success']:.2f} | {s['spl']:.3f} | {s['path_m']} | "
@@ -372,6 +379,13 @@ def report(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def answerer_never_answered(results: dict) -> bool:
+    """Every question went unanswered for an error (a dead or unusable endpoint behind the vlm
+    answerer): the EQA columns measure the endpoint, not the robot."""
+    asked = [r for r in results["episodes"] if r.get("question")]
+    return bool(asked) and all(r["answer"].startswith("(error:") for r in asked)
+
+
 def model_never_decided(results: dict) -> bool:
     """Every mllm decision fell back (a dead or unusable endpoint): the mllm rows are semantic's."""
     calls = [r for r in results["episodes"] if r.get("model_calls")]
@@ -384,7 +398,8 @@ def main_summary(results: dict) -> str:
         for memory, v in parts.items():
             eqa = "" if v.get("truth_match") is None else (
                 f"EQA {v['truth_match']:.2f} (x SPL {v['truth_match_spl']:.3f}"
-                + ("" if v.get("llm_match") is None else f", LLM-Match {v['llm_match']:.2f} x SPL {v['llm_match_spl']:.3f}")
+                + ("" if v.get("llm_match") is None
+                   else f", LLM-Match {v['llm_match']:.2f} x SPL {v['llm_match_spl']:.3f}")
                 + ")  ")
             out.append(f"{policy:>9} {memory:>9}: SPL {v['spl']:.3f}  success {v['success']:.2f}  {eqa}"
                        f"path {v['path_m']} m  ({v['episodes']} episodes"
