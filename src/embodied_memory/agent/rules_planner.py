@@ -253,12 +253,8 @@ class RulesPlanner:
                  and r["similarity"] >= match_here - SAME_THING]
         if not later:
             return None
-        row = max(later, key=lambda r: r["t"])
-        ans = Answer(type="binary", binary="no", confidence=0.6, position=_position(row),
-                     waypoint=row.get("waypoint", ""),
-                     text=f"No, I last saw {p.target or 'it'} {_place(row)} at {self._hhmm(row['t'], tools)} "
-                          f"(earlier {place_phrase(p.place)}, at {self._hhmm(newest_here, tools)}).")
-        return self._evidence(ans, [row] + here)
+        return self._last_seen_no(p, later, here, tools, 0.6,
+                                  f"earlier {place_phrase(p.place)}, at {self._hhmm(newest_here, tools)}")
 
     def _seen_elsewhere_only(self, p: ParsedQuestion, tools: ToolBox) -> Optional[Answer]:
         """"Is the red box in the meeting room?" where the robot never was, but saw that one red
@@ -270,12 +266,16 @@ class RulesPlanner:
         rows = self._matches(tools, p)
         if not rows:
             return None
-        row = max(rows, key=lambda r: r["t"])
-        ans = Answer(type="binary", binary="no", confidence=0.5, position=_position(row),
+        return self._last_seen_no(p, rows, rows, tools, 0.5, f"I have not been in {p.unknown_place}")
+
+    def _last_seen_no(self, p: ParsedQuestion, candidates: list[dict], evidence: list[dict], tools: ToolBox,
+                      confidence: float, aside: str) -> Answer:
+        """No, with where the thing was seen last among ``candidates`` (and ``aside`` in brackets)."""
+        row = max(candidates, key=lambda r: r["t"])
+        ans = Answer(type="binary", binary="no", confidence=confidence, position=_position(row),
                      waypoint=row.get("waypoint", ""),
-                     text=f"No, I last saw {p.target} {_place(row)} at {self._hhmm(row['t'], tools)} "
-                          f"(I have not been in {p.unknown_place}).")
-        return self._evidence(ans, [row] + rows)
+                     text=f"No, I last saw {p.target or 'it'} {_place(row)} at {self._hhmm(row['t'], tools)} ({aside}).")
+        return self._evidence(ans, [row] + evidence)
 
     def _people_near(self, p: ParsedQuestion, tools: ToolBox) -> tuple[list[str], list[dict]]:
         """People in the observations matching the question's object phrase ("who was near the red car")."""
