@@ -15,7 +15,9 @@ SEEDS = (0, 1, 2)
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("explore_bench")
-    return out, run_explore_benchmark(ExploreBenchConfig(seeds=SEEDS), out, progress=False)
+    # dev wording: the evaluation phrasings are asked by the benchmark only, never by tests
+    return out, run_explore_benchmark(ExploreBenchConfig(seeds=SEEDS, layouts=("office",), eqa_phrasings="dev"), out,
+                                      progress=False)
 
 
 @pytest.mark.parametrize("policy", ["nearest", "semantic"])
@@ -53,7 +55,7 @@ def test_the_report_and_maps_are_written(results):
     assert "| semantic/same/episodic |" in report and "| nearest | none | 9 |" in report
     assert set(res["by_policy"]["semantic"]) == {"none", "episodic"}     # no rules learned: no semantic rows
     assert json.loads((out / "results.json").read_text())["summary"] == res["summary"]
-    image = cv2.imread(str(out / "maps" / "s0-semantic-B-same-episodic.png"))
+    image = cv2.imread(str(out / "maps" / "office-s0-semantic-B-same-episodic.png"))
     assert image is not None and image.shape[0] > 100
     plot = cv2.imread(str(out / "explore.png"))
     assert plot is not None and plot.shape[1] >= 600 and "![success, SPL and EQA" in report
@@ -76,6 +78,28 @@ def test_every_episode_answers_its_question_from_what_it_saw(results):
     assert semantic["truth_match"] == 1.0 and semantic["truth_match_spl"] == semantic["spl"]
     report = (out / "report.md").read_text()
     assert "| EQA truth-match | truth-match x SPL | LLM-Match | LLM-Match x SPL |" in report
+
+
+def test_other_floor_plans_are_explored_recalled_and_reported_per_plan(tmp_path):
+    """The wing (rooms off a north-south corridor) and the hall (rooms around an open lobby):
+    the target is found on a first visit, recall shortens the second, and the report splits the
+    figures per floor plan."""
+    res = run_explore_benchmark(ExploreBenchConfig(seeds=(0,), layouts=("wing", "hall"), policies=("semantic",),
+                                                   scenarios=("same",), eqa_phrasings="dev"), tmp_path, progress=False)
+    rows = res["episodes"]
+    assert [(r["layout"], r["scenario"], r["memory"]) for r in rows] == [
+        (layout, scenario, memory) for layout in ("wing", "hall")
+        for scenario, memory in (("first", "none"), ("same", "none"), ("same", "episodic"))]
+    assert all(r["success"] for r in rows), [(r["episode"], r["message"]) for r in rows]
+    for layout in ("wing", "hall"):
+        second = {r["memory"]: r for r in rows if r["layout"] == layout and r["scenario"] == "same"}
+        assert second["episodic"]["path_m"] < second["none"]["path_m"], layout
+        assert second["episodic"]["i_explore"] is False
+        assert res["by_layout"][layout]["semantic"]["episodic"]["episodes"] == 1
+    assert {r["room"] for r in rows if r["layout"] == "wing"} <= {"kitchen", "office", "meeting_room", "lab"}
+    report = (tmp_path / "report.md").read_text()
+    assert "Worlds: floor plans wing, hall x seeds 0" in report and "| hall | semantic | episodic | 1 |" in report
+    assert (tmp_path / "maps" / "hall-s0-semantic-B-same-episodic.png").is_file()
 
 
 def test_exploration_goes_on_when_the_memory_fails():

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from embodied_memory.sim.episode import GroundTruth
+from embodied_memory.sim.eqa import eqa_phrasings
 from embodied_memory.calendar_windows import WEEKDAYS
 from embodied_memory.sim.questions_v2 import (OBJECT_TYPES, SLOTS, TYPES, UNANSWERABLE, UNANSWERABLE_REASONS,
                                               WHO_FIRST_MARGIN_S, Question, generate_questions, load_phrasings,
@@ -228,15 +229,21 @@ def _template_pattern(template: str) -> re.Pattern:
 
 def _guarded_texts() -> dict[str, str]:
     files = [REPO / "test" / name for name in ("test_rules_planner.py", "test_llm_planner.py", "test_people_questions.py",
-                                               "test_time_expressions.py", "test_llm_question_types.py")]
+                                               "test_time_expressions.py", "test_llm_question_types.py",
+                                               "test_episode_answer.py", "test_explore_sim.py")]
     files += sorted(p for p in (REPO / "src" / "embodied_memory" / "agent").rglob("*") if p.is_file()
                     and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo", ".so"))
     return {str(p.relative_to(REPO)): _normal(p.read_text(encoding="utf-8", errors="replace")) for p in files}
 
 
+def _evaluation_templates() -> list[str]:
+    """The held-out wordings: the people questions' and the exploration (EQA) questions'."""
+    return [t for ts in (*load_phrasings("evaluation").values(), *eqa_phrasings("evaluation").values()) for t in ts]
+
+
 def _leaks(texts: dict[str, str]) -> list[str]:
-    return [f"{path}: {template!r}" for kind, templates in load_phrasings("evaluation").items()
-            for template in templates for path, text in texts.items() if _template_pattern(template).search(text)]
+    return [f"{path}: {template!r}" for template in _evaluation_templates()
+            for path, text in texts.items() if _template_pattern(template).search(text)]
 
 
 def test_no_evaluation_template_in_the_planners_or_their_tests():
@@ -247,6 +254,18 @@ def test_no_evaluation_template_in_the_planners_or_their_tests():
     planted = "ask('" + load_phrasings("evaluation")["duration"][1].format(
         name="Zed", room="north wing", day="on Friday") + "')"
     assert _leaks({"planted.py": _normal(planted)})
+    planted = "ask('" + eqa_phrasings("evaluation")["yes_no"][0].format(target="green lamp", room="lab") + "')"
+    assert _leaks({"planted.py": _normal(planted)})
+
+
+def test_eqa_phrasing_sets_are_disjoint_and_share_no_four_words():
+    dev, evaluation = eqa_phrasings("dev"), eqa_phrasings("evaluation")
+    assert set(dev) == set(evaluation) == {"location", "yes_no"}
+    assert all(len(ts) >= 2 for ts in (*dev.values(), *evaluation.values()))
+    assert not {_normal(t) for ts in dev.values() for t in ts} & {_normal(t) for ts in evaluation.values() for t in ts}
+    assert _shared_four_grams(evaluation, dev) == [] and _shared_four_grams(evaluation, dev, keep_slots=True) == []
+    with pytest.raises(ValueError, match="unknown 'probe'"):
+        eqa_phrasings("probe")
 
 
 # --- the observed truth
@@ -719,7 +738,7 @@ def test_the_planner_bank_shares_no_four_words_with_the_evaluation_set():
     """The rules planner's example bank (agent/intents.yaml) is held to the dev set's rule: no
     4-word sequence in common with an evaluation template (the message names bank examples only)."""
     bank = yaml.safe_load((REPO / "src" / "embodied_memory" / "agent" / "intents.yaml").read_text(encoding="utf-8"))
-    evaluation = set().union(*(_four_grams(t) for ts in load_phrasings("evaluation").values() for t in ts))
+    evaluation = set().union(*(_four_grams(t) for t in _evaluation_templates()))
     examples = [e for es in bank.values() for e in es]
     assert len(examples) > 300
     assert [e for e in examples if _four_grams(e) & evaluation] == []

@@ -233,6 +233,7 @@ def cmd_explore_bench(args) -> int:
     from .explore.policies import POLICIES
     from .sim.explore_benchmark import (ExploreBenchConfig, answerer_never_answered, main_summary, model_never_decided,
                                        run_explore_benchmark)
+    from .sim.floor_plans import FLOOR_PLANS
     try:
         seeds = tuple(dict.fromkeys(int(v) for v in args.seeds.split(",")))
     except ValueError as exc:
@@ -243,6 +244,9 @@ def cmd_explore_bench(args) -> int:
         (Path(args.out) / "maps").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {args.out}: cannot write there ({exc.strerror})") from exc
+    layouts = tuple(dict.fromkeys(v.strip() for v in args.layouts.split(",") if v.strip()))
+    if not layouts or any(v not in FLOOR_PLANS for v in layouts):
+        raise ConfigError(f"--layouts: comma-separated names of {', '.join(FLOOR_PLANS)} expected, not {args.layouts!r}")
     policies = tuple(v.strip() for v in args.policies.split(",") if v.strip())
     unknown = [v for v in policies if v not in POLICIES]
     if unknown or not policies:
@@ -253,9 +257,11 @@ def cmd_explore_bench(args) -> int:
         raise ConfigError("--rules-episodes needs --llm-base-url (the model that writes the rules)")
     if args.answerer == "vlm" and not args.no_eqa and not args.llm_base_url:
         raise ConfigError("--answerer vlm needs --llm-base-url (an OpenAI-compatible vision-language endpoint)")
-    results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds, policies=policies, llm_base_url=args.llm_base_url,
+    results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds, layouts=layouts, policies=policies,
+                                                       llm_base_url=args.llm_base_url,
                                                        llm_model=args.llm_model, rules_episodes=args.rules_episodes,
-                                                       eqa=not args.no_eqa, answerer=args.answerer),
+                                                       eqa=not args.no_eqa, eqa_phrasings=args.eqa_phrasings,
+                                                       answerer=args.answerer),
                                     Path(args.out))
     print(main_summary(results))
     print(f"report: {Path(args.out) / 'report.md'}")
@@ -413,6 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="explore_results", help="output directory")
     p.add_argument("--seeds", default=",".join(str(v) for v in range(10, 20)),
                    help="comma-separated world seeds (default 10-19: held out from the semantic policy's tuning)")
+    from .sim.floor_plans import FLOOR_PLANS
+    p.add_argument("--layouts", default=",".join(FLOOR_PLANS),
+                   help="comma-separated floor plans, each run with every seed: office (rooms off an east-west "
+                        "corridor), wing (off a north-south corridor), hall (around an open lobby)")
     p.add_argument("--policies", default="nearest,semantic", help="comma-separated: nearest, semantic, mllm")
     p.add_argument("--llm-base-url", default="", help="OpenAI-compatible multimodal endpoint (policy mllm, rules)")
     p.add_argument("--llm-model", default="", help="model name at that endpoint")
@@ -423,6 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="who answers each episode's question: memory (the query agent, offline) or vlm (the "
                         "episode's views to --llm-base-url); with an endpoint, answers also get LLM-Match")
     p.add_argument("--no-eqa", action="store_true", help="episodes look for their target without a question")
+    p.add_argument("--eqa-phrasings", choices=("evaluation", "dev"), default="evaluation",
+                   help="the questions' wording: evaluation (held out from the planner and its tests) or dev")
     p = add("learn-rules", cmd_learn_rules, "HIMM semantic memory: run training episodes in the simulated office "
                                             "(seeds 100+, never benchmarked), extract if-then / situation-suggestion "
                                             "/ problem-solution rules with an LLM and store them; stop the stack "

@@ -255,9 +255,11 @@ class ExploreNodeParams:
     verifier: str = "feature_match"        # feature_match | mllm (needs llm_base_url)
     llm_base_url: str = ""                 # OpenAI-compatible multimodal endpoint
     llm_model: str = ""
+    sim_layout: str = "office"             # a floor plan of sim.floor_plans: office | wing | hall
     sim_seed: int = 0
-    sim_start: str = "lobby"               # lobby | corridor_west | corridor_east | corridor_centre
-    sim_target_room: str = ""              # "" = chosen by the seed
+    sim_start: str = "lobby"               # a start of sim_layout (office: lobby | corridor_west | corridor_east |
+                                           # corridor_centre)
+    sim_target_room: str = ""              # "" = chosen by the seed; else one of sim_layout's target rooms
     sim_restart_each_goal: bool = True     # every goal is an episode from sim_start (benchmarks)
     navigation_action: str = "/navigate_to_waypoint"
     depth_topic: str = "/camera/depth/image_rect_raw"
@@ -297,14 +299,23 @@ class ExploreNodeParams:
         if self.environment == "robot" and not self.llm_base_url:
             raise ValueError("environment: robot recognises the target with a VLM; set llm_base_url "
                              "(no open-vocabulary detector ships offline)")
-        if self.sim_start not in ("lobby", "corridor_west", "corridor_east", "corridor_centre"):
-            raise ValueError(f"sim_start: unknown '{self.sim_start}'")
-        if self.sim_target_room not in ("", "kitchen", "office", "meeting_room"):
-            raise ValueError(f"sim_target_room: unknown '{self.sim_target_room}' (kitchen | office | meeting_room)")
+        if self.environment == "sim":
+            check_sim_world(self.sim_layout, self.sim_target_room, self.sim_start)
         for name in ("max_steps", "look_around_views", "grid_resolution_m", "grid_size_m", "max_range_m",
                      "approach_radius_m", "max_duration_s", "sensor_timeout_s", "waypoint_radius_m"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be > 0")
+
+def check_sim_world(layout: str, target_room: str, start: str = "") -> None:
+    """The simulated office's floor plan, target room and start exist (sim.floor_plans)."""
+    from .sim.floor_plans import FLOOR_PLANS       # the simulator's own facts (plain Python, no rendering)
+    plan = FLOOR_PLANS.get(layout)
+    if plan is None:
+        raise ValueError(f"sim_layout: unknown '{layout}' ({' | '.join(FLOOR_PLANS)})")
+    if start and start not in plan.starts:
+        raise ValueError(f"sim_start: unknown '{start}' on {plan.name} ({' | '.join(plan.starts)})")
+    if target_room not in ("", *plan.target_rooms):
+        raise ValueError(f"sim_target_room: unknown '{target_room}' on {plan.name} ({' | '.join(plan.target_rooms)})")
 
 
 @dataclass(frozen=True)
@@ -312,6 +323,7 @@ class SimCameraNodeParams:
     """A simulated RGB-D camera on the simulated base: renders the office at the odometry pose
     (the simulator side of a robot-in-the-loop test; no robot code knows it is simulated)."""
 
+    sim_layout: str = "office"             # the explore node's sim_layout, sim_seed and sim_target_room
     sim_seed: int = 0
     sim_target_room: str = ""
     width: int = 320
@@ -325,6 +337,7 @@ class SimCameraNodeParams:
     def validate(self) -> None:
         if self.rate_hz <= 0 or self.width < 16 or self.height < 16:
             raise ValueError("rate_hz must be > 0 and the image at least 16x16")
+        check_sim_world(self.sim_layout, self.sim_target_room)
 
 
 NODE_PARAMS: dict[str, type] = {

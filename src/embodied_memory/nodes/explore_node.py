@@ -105,14 +105,14 @@ class ExploreNode(Node):
 
             from ..sim.exploration import (GroundTruthTargetDetector, SimExplorationEnv, ground_truth_description,
                                            make_task, start_pose)
-            task = make_task(p.sim_seed)
+            task = make_task(p.sim_seed, p.sim_layout)
             if p.sim_target_room:
                 task = replace(task, target_room=p.sim_target_room)
-            env = SimExplorationEnv(task, start_pose(p.sim_start))
-            from ..sim.eqa import floor_plan_place
-            self._place_of = floor_plan_place       # the office's room names, as an operator labels a map
+            env = SimExplorationEnv(task, start_pose(p.sim_start, p.sim_layout))
+            self._place_of = task.plan.place_at     # the floor plan's room names, as an operator labels a map
             self.get_logger().warning(
-                f"simulated office (seed {p.sim_seed}, {task.target} in the {task.target_room}): target detection and "
+                f"simulated office ({p.sim_layout}, seed {p.sim_seed}, {task.target} in the {task.target_room}): "
+                "target detection and "
                 "descriptions are simulator oracles (a labelled stand-in for a VLM)")
             return env, GroundTruthTargetDetector(env), (lambda frame: ground_truth_description(env, frame))
         from ..perception.describer import VLMDescriber
@@ -187,7 +187,7 @@ class ExploreNode(Node):
         explorer = self._explorer(g.use_episodic_memory, deadline, goal_handle)
         if self.params.environment == "sim" and self.params.sim_restart_each_goal:
             from ..sim.exploration import start_pose
-            self._worker.submit(self.env.teleport, *start_pose(self.params.sim_start)).result()
+            self._worker.submit(self.env.teleport, *start_pose(self.params.sim_start, self.params.sim_layout)).result()
         try:
             result = self._worker.submit(explorer.run, target, episode_id, g.question.strip()).result()
         except Exception as exc:  # noqa: BLE001 - the robot keeps serving goals; the error goes back

@@ -27,7 +27,7 @@ class SimCameraNode(Node):
         from dataclasses import replace
 
         from ..sim.exploration import SimExplorationEnv, make_task
-        task = make_task(p.sim_seed)
+        task = make_task(p.sim_seed, p.sim_layout)
         if p.sim_target_room:
             task = replace(task, target_room=p.sim_target_room)
         self.env = SimExplorationEnv(task, (0.0, 0.0, 0.0), p.width, p.height)
@@ -38,7 +38,7 @@ class SimCameraNode(Node):
         self._depth_pub = self.create_publisher(Image, p.depth_topic, qos_profile_sensor_data)
         self._info_pub = self.create_publisher(CameraInfo, p.camera_info_topic, qos_profile_sensor_data)
         self.create_timer(1.0 / p.rate_hz, self._render)
-        self.get_logger().info(f"simulated camera (office seed {p.sim_seed}, {task.target} in the "
+        self.get_logger().info(f"simulated camera ({p.sim_layout} seed {p.sim_seed}, {task.target} in the "
                                f"{task.target_room}) following {p.odom_topic}")
 
     def _on_odom(self, msg: Odometry) -> None:

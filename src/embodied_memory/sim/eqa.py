@@ -2,7 +2,9 @@
 
 Each exploration task gets one question that needs exploring to answer: where its target
 object is (a room), or whether it is in a named room (yes/no: as many yes as no over the
-held-out seeds, each phrasing asked with both answers).
+held-out seeds on every floor plan). The wording comes from a phrasing set: ``eqa_dev.yaml``
+(what the planner and its tests may use) or ``eqa_evaluation.yaml`` (held out: what the
+benchmark asks by default); the template varies with the seed and the floor plan.
 The question is the explorer's instruction, the episode's answerer answers it when the episode
 ends.
 
@@ -16,21 +18,26 @@ Scoring (never seen by the system under test):
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
+import string
 from dataclasses import dataclass
+from importlib import resources
 from typing import Optional
+
+import yaml
 
 from ..agent.answer import Answer, extract_json_objects
 from ..llm.chat_client import LLMError
-from .exploration import TARGET_ROOMS, SimTask
-from .world import ROOMS, room_of
+from .exploration import SimTask
+from .floor_plans import ALL_ROOMS, FLOOR_PLANS
 
 log = logging.getLogger(__name__)
 
 EQA_KINDS = ("location", "yes_no")
-_PHRASINGS = {"location": ("Where is the {target}?", "Which room is the {target} in?"),
-              "yes_no": ("Is the {target} in the {room}?", "Is there a {target} in the {room}?")}
+EQA_PHRASING_SETS = ("dev", "evaluation")
+_SLOTS = {"location": {"target"}, "yes_no": {"target", "room"}}
 
 
 @dataclass(frozen=True)
@@ -45,31 +52,44 @@ def label(room: str) -> str:
     return room.replace("_", " ")
 
 
-def make_question(task: SimTask, kind: str) -> EqaQuestion:
-    """The task's question of ``kind``; the phrasing (seed % 2) and, for yes/no, whether the
-    room named is the true one ((seed // 4 + seed) % 2 == 0) vary with the seed: of the yes/no
-    seeds 10-19 (10, 11, 14, 15, 18, 19) half are yes, and each phrasing is asked both ways."""
-    phrasing = _PHRASINGS[kind][task.seed % 2]
+@functools.lru_cache(maxsize=None)
+def eqa_phrasings(phrasing_set: str = "evaluation") -> dict[str, tuple[str, ...]]:
+    """{kind: templates} of an EQA phrasing set (``sim/phrasings/eqa_<set>.yaml``), slots checked."""
+    if phrasing_set not in EQA_PHRASING_SETS:
+        raise ValueError(f"EQA phrasing set: unknown {phrasing_set!r} ({' | '.join(EQA_PHRASING_SETS)})")
+    name = f"eqa_{phrasing_set}.yaml"
+    data = yaml.safe_load((resources.files("embodied_memory.sim") / "phrasings" / name).read_text(encoding="utf-8"))
+    out = {}
+    for kind in EQA_KINDS:
+        templates = tuple(data.get(kind) or ())
+        bad = [t for t in templates if {f for _, f, _, _ in string.Formatter().parse(t) if f} != _SLOTS[kind]]
+        if not templates or bad:
+            raise ValueError(f"{name} {kind}: templates with the slots {sorted(_SLOTS[kind])} expected ({bad})")
+        out[kind] = templates
+    return out
+
+
+def make_question(task: SimTask, kind: str, phrasing_set: str = "dev") -> EqaQuestion:
+    """The task's question of ``kind``. The template is the set's ((seed + the plan's index) %
+    its count); for yes/no, whether the room named is the true one ((seed // 4 + seed) % 2 == 0)
+    varies with the seed: of the yes/no seeds 10-19 (10, 11, 14, 15, 18, 19) half are yes on
+    every plan."""
+    templates = eqa_phrasings(phrasing_set)[kind]
+    phrasing = templates[(task.seed + list(FLOOR_PLANS).index(task.layout)) % len(templates)]
     if kind == "location":
         return EqaQuestion(kind, phrasing.format(target=task.target), task.target_room)
-    others = [r for r in TARGET_ROOMS if r != task.target_room]
+    others = [r for r in task.plan.target_rooms if r != task.target_room]
     room = task.target_room if (task.seed // 4 + task.seed) % 2 == 0 else others[task.seed % len(others)]
     return EqaQuestion(kind, phrasing.format(target=task.target, room=label(room)),
                        "yes" if room == task.target_room else "no", room)
 
 
-def question_for(task: SimTask) -> EqaQuestion:
+def question_for(task: SimTask, phrasing_set: str = "evaluation") -> EqaQuestion:
     """One question per task: location and yes/no alternate by pairs of seeds."""
-    return make_question(task, EQA_KINDS[(task.seed // 2) % 2])
+    return make_question(task, EQA_KINDS[(task.seed // 2) % 2], phrasing_set)
 
 
-def floor_plan_place(x: float, y: float) -> str:
-    """The floor plan's room at a map position: the operator's names on the map (a robot's
-    named waypoints), not a sighting's truth."""
-    return room_of(x, -y)
-
-
-_ROOM_WORDS = {room: re.compile(r"\b" + label(room).replace(" ", r"[\s_]+") + r"\b", re.I) for room in ROOMS}
+_ROOM_WORDS = {room: re.compile(r"\b" + label(room).replace(" ", r"[\s_]+") + r"\b", re.I) for room in ALL_ROOMS}
 _YES = re.compile(r"^\s*(yes|yeah|yep|correct|it is|there is)\b", re.I)
 _NO = re.compile(r"^\s*(no|nope|it is not|it isn't|there is no)\b", re.I)
 
@@ -94,7 +114,7 @@ def truth_score(question: EqaQuestion, answer: Answer) -> float:
         # a "no" from having no observation at all is no answer: an always-no robot would score
         return float(said == question.answer and (said == "yes" or bool(answer.evidence)))
     place = re.sub(r"_\d+$", "", answer.waypoint.strip().lower().replace(" ", "_"))
-    named = [place] if place in ROOMS else rooms_named(answer.text)
+    named = [place] if place in ALL_ROOMS else rooms_named(answer.text)
     return float(len(named) == 1 and named[0] == question.answer)
 
 

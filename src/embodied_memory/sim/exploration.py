@@ -19,12 +19,12 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .world import DOORS, ROOMS, OfficeWorld, object_name, room_centre  # noqa: I100  (world first: headless GL)
+from .world import OfficeWorld, object_name  # noqa: I100  (world first: headless GL)
+from .floor_plans import FloorPlan, floor_plan
 from ..explore.explorer import Frame
 from ..explore.occupancy import FREE, OCCUPIED, CameraModel, GridParams, OccupancyGrid
 from ..types import Pose
 
-TARGET_ROOMS = ("kitchen", "office", "meeting_room")
 KINDS = [("box", "red"), ("barrel", ""), ("cone", ""), ("medkit", ""), ("box", "blue"), ("duckie", "")]
 CAMERA_PITCH_DEG = -25.0
 
@@ -35,25 +35,34 @@ class SimTask:
     target_kind: str
     target_colour: str
     target_room: str
+    layout: str = "office"                  # a floor plan of sim.floor_plans
 
     @property
     def target(self) -> str:
         return object_name(self.target_kind, self.target_colour)
 
+    @property
+    def plan(self) -> FloorPlan:
+        return floor_plan(self.layout)
 
-def make_task(seed: int) -> SimTask:
+
+def make_task(seed: int, layout: str = "office") -> SimTask:
+    """The seed's target (kind, colour) and the room it is hidden in, on the floor plan ``layout``."""
+    rooms = floor_plan(layout).target_rooms
     rng = np.random.default_rng(seed)
     kind, colour = KINDS[int(rng.integers(len(KINDS)))]
-    return SimTask(seed, kind, colour, TARGET_ROOMS[int(rng.integers(len(TARGET_ROOMS)))])
+    return SimTask(seed, kind, colour, rooms[int(rng.integers(len(rooms)))], layout)
 
 
 class SimExplorationEnv:
     def __init__(self, task: SimTask, start: tuple[float, float, float], width: int = 320, height: int = 240):
+        plan = task.plan
         others = [k for k in KINDS if k != (task.target_kind, task.target_colour)]
-        distractor_rooms = [r for r in TARGET_ROOMS if r != task.target_room] + ["lobby"]
+        distractor_rooms = [r for r in plan.target_rooms if r != task.target_room] + [plan.entrance]
         objects = [(task.target_kind, task.target_colour, task.target_room)] + [
             (kind, colour, room) for (kind, colour), room in zip(others, distractor_rooms)]
-        self.world = OfficeWorld([], seed=task.seed, width=width, height=height, objects=objects, object_size=0.7)
+        self.world = OfficeWorld([], seed=task.seed, width=width, height=height, objects=objects, object_size=0.7,
+                                 plan=plan)
         self.world.reset(seed=task.seed)
         self.world.agent.cam_pitch = CAMERA_PITCH_DEG
         self.task = task
@@ -133,13 +142,8 @@ class SimExplorationEnv:
         x, y = grid.to_world(rows, cols)
         z = -y
         free = np.zeros(grid.shape, bool)
-        for x0, x1, z0, z1 in ROOMS.values():
+        for x0, x1, z0, z1 in self.task.plan.free_rects():
             free |= (x >= x0) & (x <= x1) & (z >= z0) & (z <= z1)
-        corridor = ROOMS["corridor"]
-        for name, (a, b) in DOORS.items():
-            r = ROOMS[name]
-            lo, hi = (corridor[3], r[2]) if r[2] > corridor[3] else (r[3], corridor[2])
-            free |= (x >= a) & (x <= b) & (z >= lo) & (z <= hi)
         for _, ent in self.entities():
             free &= np.hypot(x - ent.pos[0], z - ent.pos[2]) > ent.radius
         values = np.where(free, FREE, OCCUPIED).astype(np.int8)
@@ -175,12 +179,9 @@ def ground_truth_description(env: SimExplorationEnv, frame: Frame, max_range: fl
     return ("I see " + ", ".join(parts) + ".") if parts else "An empty stretch of wall and floor."
 
 
-def start_pose(name: str) -> tuple[float, float, float]:
-    """Named start poses (map frame) for exploration episodes."""
-    starts = {"lobby": (*_map(room_centre("lobby")), math.pi / 2), "corridor_west": (-8.0, 0.5, 0.0),
-              "corridor_east": (8.5, 0.5, math.pi), "corridor_centre": (0.25, 0.5, 0.0)}
-    return starts[name]
-
-
-def _map(xz: tuple[float, float]) -> tuple[float, float]:
-    return xz[0], -xz[1]
+def start_pose(name: str, layout: str = "office") -> tuple[float, float, float]:
+    """A floor plan's named start pose (map frame x, y, yaw) for exploration episodes."""
+    plan = floor_plan(layout)
+    if name not in plan.starts:
+        raise ValueError(f"floor plan {layout}: unknown start {name!r} ({' | '.join(plan.starts)})")
+    return plan.starts[name]

@@ -1,7 +1,8 @@
 """Exploration benchmark (HIMM's exploration efficiency) on simulated offices: SPL per policy,
 with and without episodic recall.
 
-Per seed and policy, a fresh memory: episode A explores from the lobby until the target is seen
+Worlds: every floor plan of ``sim.floor_plans`` (office, wing, hall) times every seed (the
+seed picks the target, its room and where the furniture and objects stand). Per world and policy, a fresh memory: episode A explores from the lobby until the target is seen
 (it fills the memory and saves its map); episode B starts elsewhere and looks for the same
 target, once with episode A's memory (a copy of it: every run writes its own views) and once
 with none. Scenario ``moved``: before episode B the target is carried to another room, so the
@@ -39,9 +40,10 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from .exploration import (TARGET_ROOMS, GroundTruthTargetDetector, SimExplorationEnv, SimTask,  # noqa: I100
+from .exploration import (GroundTruthTargetDetector, SimExplorationEnv, SimTask,  # noqa: I100
                           ground_truth_description, make_task, start_pose)
-from .eqa import EqaQuestion, always_baselines, floor_plan_place, llm_match, question_for, truth_score
+from .eqa import EqaQuestion, always_baselines, eqa_phrasings, llm_match, question_for, truth_score
+from .floor_plans import FLOOR_PLANS, floor_plan
 from ..agent.query_agent import AgentParams, QueryAgent
 from ..agent.tools import StoreMemoryClient
 from ..explore.episode_answer import MemoryAnswerer, VlmAnswerer
@@ -64,19 +66,35 @@ EQA_SCORES = ("truth_match", "truth_match_spl", "llm_match", "llm_match_spl")
 @dataclass(frozen=True)
 class ExploreBenchConfig:
     seeds: tuple[int, ...] = HELD_OUT_SEEDS
+    layouts: tuple[str, ...] = tuple(FLOOR_PLANS)   # floor plans; every one is run with every seed
     policies: tuple[str, ...] = ("nearest", "semantic")
     llm_base_url: str = ""                # for the mllm policy and for learning rules
     llm_model: str = ""
     rules_episodes: int = 0               # > 0: learn rules first (training seeds 100+, needs the endpoint)
                                           # and add the semantic-memory rows (semantic, both)
-    first_start: str = "lobby"
-    second_start: str = "corridor_west"
+    first_start: str = ""                 # a start of every layout ("": each floor plan's first_start)
+    second_start: str = ""                # "": each floor plan's second_start
     scenarios: tuple[str, ...] = ("same", "moved")
     eqa: bool = True                      # each episode is asked its task's question (sim.eqa)
+    eqa_phrasings: str = "evaluation"     # evaluation (held out) | dev (the wordings the planner may use)
     answerer: str = "memory"              # memory (the query agent, offline) | vlm (the views; needs the endpoint)
     width: int = 320
     height: int = 240
     explorer: ExplorerParams = ExplorerParams()
+
+    def __post_init__(self):
+        if not self.layouts or not self.seeds:
+            raise ValueError("explore-bench: at least one layout and one seed")
+        eqa_phrasings(self.eqa_phrasings)              # raises, naming the sets
+        for layout in self.layouts:
+            floor_plan(layout)                         # raises, naming the known ones
+            for start in filter(None, (self.first_start, self.second_start)):
+                start_pose(start, layout)              # raises, naming the layout's starts
+
+    def starts(self, layout: str) -> tuple[str, str]:
+        """The first and second visits' start names on ``layout``."""
+        plan = floor_plan(layout)
+        return self.first_start or plan.first_start, self.second_start or plan.second_start
 
 
 def shortest_route(env: SimExplorationEnv, start: tuple[float, float, float],
@@ -136,8 +154,8 @@ class _Run:
                 rules: bool = False) -> dict:
         """One episode on ``store`` (the memory this run has: episode A's or none), which it
         writes its views into; asked its task's question when ``cfg.eqa``."""
-        env = SimExplorationEnv(task, start_pose(start), self.cfg.width, self.cfg.height)
-        question = question_for(task) if self.cfg.eqa else None
+        env = SimExplorationEnv(task, start_pose(start, task.layout), self.cfg.width, self.cfg.height)
+        question = question_for(task, self.cfg.eqa_phrasings) if self.cfg.eqa else None
         try:
             params = replace(self.cfg.explorer, use_episodic_memory=recall)
             chooser = make_policy(PolicyConfig(policy, landmark_weight=params.landmark_weight,
@@ -145,12 +163,12 @@ class _Run:
             explorer = Explorer(env, GroundTruthTargetDetector(env), params, store=store, embedder=self.embedder,
                                 describer=lambda f: ground_truth_description(env, f),
                                 recall=EpisodicRecall(store, FeatureMatchVerifier()) if recall else None,
-                                image_dir=self.image_dir, policy=chooser, place_of=floor_plan_place)
+                                image_dir=self.image_dir, policy=chooser, place_of=task.plan.place_at)
             t0 = time.perf_counter()
             result = explorer.run(task.target, episode_id, question=question.text if question else "",
-                                  world="office")
+                                  world=task.layout)
             seconds = time.perf_counter() - t0
-            shortest, _ = shortest_route(env, start_pose(start), params)
+            shortest, _ = shortest_route(env, start_pose(start, task.layout), params)
             success = reached(env, result, params)
             landmarks = result.recall.landmarks if result.recall else []
             image = render_map(result.grid, poses=landmarks, robot=(result.final_pose.x, result.final_pose.y,
@@ -160,7 +178,8 @@ class _Run:
             spl_value = round(spl(success, result.path_length_m, shortest), 3)
             answered = self._answer(question, result, store, spl_value)
             return answered | {
-                    "episode": episode_id, "policy": policy, "target": task.target, "room": task.target_room,
+                    "episode": episode_id, "layout": task.layout, "policy": policy, "target": task.target,
+                    "room": task.target_room,
                     "start": start, "recall": recall, "rules": rules, "memory": MEMORIES[(recall, rules)],
                     "success": success, "message": result.message,
                     "path_m": round(result.path_length_m, 2), "shortest_m": round(shortest, 2),
@@ -212,32 +231,36 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
     memories = [(False, False), (True, False)] + ([(False, True), (True, True)] if bank.rules else [])
     rows: list[dict] = []
     t_start = time.perf_counter()
-    bar = progress_bar(total=len(cfg.seeds) * len(cfg.policies) * (1 + len(memories) * len(cfg.scenarios)),
+    worlds = [(layout, seed) for layout in cfg.layouts for seed in cfg.seeds]
+    bar = progress_bar(total=len(worlds) * len(cfg.policies) * (1 + len(memories) * len(cfg.scenarios)),
                        desc="exploration episodes", unit="episode", disable=not progress)
-    for seed in cfg.seeds:
-        task = make_task(seed)
+    for layout, seed in worlds:
+        task = make_task(seed, layout)
+        first_start, second_start = cfg.starts(layout)
         for policy in cfg.policies:
-            root = out_dir / f"seed_{seed}" / policy
+            root = out_dir / layout / f"seed_{seed}" / policy
             shutil.rmtree(root / "images", ignore_errors=True)
             run = _Run(cfg, embedder, text_embedder, client, root / "images", out_dir / "maps")
+            prefix = f"{layout}-s{seed}-{policy}"
             with _memory(root / "memory") as store:
-                first = run.episode(task, policy, cfg.first_start, f"s{seed}-{policy}-A", store, recall=False)
+                first = run.episode(task, policy, first_start, f"{prefix}-A", store, recall=False)
             rows.append(dict(first, seed=seed, scenario="first"))
             bar.update(1)
             for scenario in cfg.scenarios:
                 b_task = task if scenario == "same" else moved(task)
                 for recall, rules in memories:
-                    name = f"s{seed}-{policy}-B-{scenario}-{MEMORIES[(recall, rules)]}"
+                    name = f"{prefix}-B-{scenario}-{MEMORIES[(recall, rules)]}"
                     # episodic memory: a copy of episode A's memory; without it the robot remembers nothing
                     with _memory(root / name, copy_of=root / "memory" if recall else None) as store:
                         for rule in bank.rules if rules else ():   # learned elsewhere: episode A never saw them
                             store.add_rule(rule)
-                        row = run.episode(b_task, policy, cfg.second_start, name, store, recall=recall, rules=rules)
+                        row = run.episode(b_task, policy, second_start, name, store, recall=recall, rules=rules)
                     rows.append(dict(row, seed=seed, scenario=scenario))
                     bar.update(1)
     bar.close()
     summary = summarise(rows)
     results = {"config": asdict(cfg), "episodes": rows, "summary": summary, "by_policy": by_policy(rows),
+               "by_layout": by_layout(rows),
                "training": training, "rules": [asdict(r) | {"embedding": None} for r in bank.rules],
                "seconds": round(time.perf_counter() - t_start, 1)}
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))
@@ -291,7 +314,7 @@ def _memory(data_dir: Path, copy_of: Optional[Path] = None):
 
 def moved(task: SimTask) -> SimTask:
     """The same target carried to the next room (the world changed since the recalled episode)."""
-    rooms = list(TARGET_ROOMS)
+    rooms = list(task.plan.target_rooms)
     return replace(task, target_room=rooms[(rooms.index(task.target_room) + 1) % len(rooms)])
 
 
@@ -335,12 +358,21 @@ def by_policy(rows: list[dict]) -> dict:
     return out
 
 
+def by_layout(rows: list[dict]) -> dict:
+    """Per floor plan, policy and memory: the spread behind ``by_policy``'s means."""
+    out: dict[str, dict] = {}
+    for layout in dict.fromkeys(r["layout"] for r in rows):
+        out[layout] = by_policy([r for r in rows if r["layout"] == layout])
+    return out
+
+
 def report(results: dict) -> str:
     lines = ["# Exploration (HIMM) - SPL per policy, with and without episodic recall", "",
              "Target detection and descriptions: simulator oracles (labelled ablation); success judged on the "
              "simulator's truth; recall: MobileNetV2 image embeddings, ORB + RANSAC place verification, MiniLM "
              "target query; semantic policy: MiniLM similarity of the views' descriptions to the instruction.", "",
-             f"Seeds: {', '.join(str(s) for s in results['config']['seeds'])}.", "",
+             f"Worlds: floor plans {', '.join(results['config']['layouts'])} x seeds "
+             f"{', '.join(str(s) for s in results['config']['seeds'])} (sim.floor_plans).", "",
              "| policy | memory | episodes | success | SPL | EQA truth-match | truth-match x SPL | LLM-Match | "
              "LLM-Match x SPL | mean path (m) | mean shortest (m) | tokens/episode | model calls (fallbacks) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -353,22 +385,30 @@ def report(results: dict) -> str:
     if results["config"].get("eqa", True):
         floor = always_baselines(results["episodes"])
         lines += ["", "EQA: each episode is asked its task's question (where the target is, or whether it is in a "
-                  "named room) and answers when it ends (answerer: " + results["config"].get("answerer", "memory")
-                  + "). Truth-match scores the answer on the simulator's truth (1 right, 0 wrong or 'I don't "
+                  "named room; phrasing set: " + results["config"]["eqa_phrasings"] + ") and answers when it ends "
+                  "(answerer: " + results["config"].get("answerer", "memory") + "). Truth-match scores the answer on the simulator's truth (1 right, 0 wrong or 'I don't "
                   "know'; a 'no' only with evidence); LLM-Match is OpenEQA's judge ((mark - 1) / 4, with an "
                   "endpoint only; '-' also when the judge gave no mark); x SPL weighs each episode's score by "
                   "its SPL (HIMM's LLM-Match x SPL)."
                   + (f" On the yes/no questions, answering always yes would score {floor['always_yes']:.2f}, "
                      f"always no {floor['always_no']:.2f}." if floor else "")]
+    lines += ["", "Per floor plan:", "", "| layout | policy | memory | episodes | success | SPL | EQA truth-match | "
+              "truth-match x SPL |", "|---|---|---|---|---|---|---|---|"]
+    for layout, policies in results["by_layout"].items():
+        for policy, parts in policies.items():
+            for memory, s in parts.items():
+                eqa = " | ".join("-" if s.get(k) is None else f"{s[k]:.3f}" for k in EQA_SCORES[:2])
+                lines.append(f"| {layout} | {policy} | {memory} | {s['episodes']} | {s['success']:.2f} | "
+                             f"{s['spl']:.3f} | {eqa} |")
     lines += ["", "| run | episodes | success | SPL | mean path (m) | mean shortest (m) |", "|---|---|---|---|---|---|"]
     for key, s in results["summary"].items():
         lines.append(f"| {key} | {s['episodes']} | {s['success']:.2f} | {s['spl']:.3f} | {s['path_m']} | "
                      f"{s['shortest_m']} |")
-    lines += ["", "| seed | policy | scenario | recall | target | room | success | path | shortest | SPL | I_explore | "
-              "question | answer | right |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| layout | seed | policy | scenario | recall | target | room | success | path | shortest | SPL | "
+              "I_explore | question | answer | right |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["episodes"]:
         answer = " ".join(str(r.get("answer", "")).split()).replace("|", "/")[:90]
-        lines.append(f"| {r['seed']} | {r['policy']} | {r['scenario']} | {r['recall']} | {r['target']} | "
+        lines.append(f"| {r['layout']} | {r['seed']} | {r['policy']} | {r['scenario']} | {r['recall']} | {r['target']} | "
                      f"{r['room']} | {r['success']} | {r['path_m']} | {r['shortest_m']} | {r['spl']} | "
                      f"{r['i_explore']} | {r.get('question', '')} | {answer} | {r.get('truth_match', '')} |")
     if results.get("rules"):

@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from .exploration import GroundTruthTargetDetector, SimExplorationEnv, ground_truth_description, make_task, start_pose
+from .floor_plans import FLOOR_PLANS, floor_plan
 from ..explore.explorer import Explorer, ExplorerParams
 from ..explore.policies import PolicyConfig, make_policy
 from ..explore.rule_extraction import RuleExtractionError, RuleExtractor
@@ -30,7 +31,8 @@ TRAINING_FIRST_SEED = 100
 class RuleTrainingConfig:
     episodes: int = 5
     first_seed: int = TRAINING_FIRST_SEED
-    start: str = "corridor_east"
+    layouts: tuple[str, ...] = tuple(FLOOR_PLANS)    # episode k runs on layouts[k % len(layouts)]
+    start: str = ""                  # a start of every layout ("": each floor plan's second_start)
     policy: str = "semantic"         # the policy whose mistakes the rules should correct
     width: int = 320
     height: int = 240
@@ -42,6 +44,13 @@ class RuleTrainingConfig:
         if self.first_seed < TRAINING_FIRST_SEED:
             raise ValueError(f"learn-rules: training seeds start at {TRAINING_FIRST_SEED} or later (the benchmark "
                              "uses 0-19)")
+        if not self.layouts:
+            raise ValueError("learn-rules: at least one layout")
+        for layout in self.layouts:
+            if self.start:
+                start_pose(self.start, layout)      # raises, naming the layout's starts
+            else:
+                floor_plan(layout)
 
 
 def learn_rules(cfg: RuleTrainingConfig, store, client, text_embedder=None, progress: bool = True) -> list[dict]:
@@ -52,19 +61,20 @@ def learn_rules(cfg: RuleTrainingConfig, store, client, text_embedder=None, prog
     bar = progress_bar(total=cfg.episodes, desc="training episodes", unit="episode", disable=not progress)
     for k in range(cfg.episodes):
         seed = cfg.first_seed + k
-        task = make_task(seed)
-        env = SimExplorationEnv(task, start_pose(cfg.start), cfg.width, cfg.height)
+        task = make_task(seed, cfg.layouts[k % len(cfg.layouts)])
+        start = start_pose(cfg.start or task.plan.second_start, task.layout)
+        env = SimExplorationEnv(task, start, cfg.width, cfg.height)
         try:
             policy = make_policy(PolicyConfig(cfg.policy), text_embedder)
             params = replace(cfg.explorer, use_episodic_memory=False)
             explorer = Explorer(env, GroundTruthTargetDetector(env), params,
                                 describer=lambda f: ground_truth_description(env, f), policy=policy)
             result = explorer.run(task.target, f"train-{seed}")
-            _, reference = shortest_route(env, start_pose(cfg.start), params)
+            _, reference = shortest_route(env, start, params)
             tx, ty = env.target_position()
         finally:
             env.close()
-        row = {"seed": seed, "target": task.target, "room": task.target_room, "steps": len(result.log),
+        row = {"seed": seed, "layout": task.layout, "target": task.target, "room": task.target_room, "steps": len(result.log),
                "path_m": round(result.path_length_m, 1), "rules": 0, "rejected": 0, "error": ""}
         try:
             if not reference:
@@ -83,7 +93,7 @@ def learn_rules(cfg: RuleTrainingConfig, store, client, text_embedder=None, prog
 
 
 def summary(rows: list[dict]) -> str:
-    lines = [f"seed {r['seed']}: {r['target']} in the {r['room']}, {r['steps']} steps, {r['path_m']} m -> "
+    lines = [f"{r['layout']} seed {r['seed']}: {r['target']} in the {r['room']}, {r['steps']} steps, {r['path_m']} m -> "
              f"{r['rules']} rules stored, {r['rejected']} rejected" + (f" ({r['error']})" if r["error"] else "")
              for r in rows]
     lines.append(f"{sum(r['rules'] for r in rows)} rules from {len(rows)} episode{'s' if len(rows) != 1 else ''}")

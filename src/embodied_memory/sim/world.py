@@ -27,16 +27,13 @@ from pyglet.gl import (GL_QUADS, GL_TEXTURE_2D, glBegin, glColor3f, glDisable, g
                        glNormal3f, glPopMatrix, glPushMatrix, glRotatef, glTexCoord2f, glTranslatef, glVertex3f)
 
 PERSON_WIDTH, PERSON_HEIGHT = 0.5, 1.7
+DOOR_CLEARANCE = 0.7      # objects stand at least this far (beyond their radius) from a door passage
 
-# rooms: name -> (min_x, max_x, min_z, max_z); the corridor joins them along z = 0
-ROOMS = {
-    "kitchen": (-9.0, -3.5, 1.5, 7.0),
-    "office": (-2.5, 3.0, 1.5, 7.0),
-    "meeting_room": (4.0, 9.5, 1.5, 7.0),
-    "corridor": (-9.0, 9.5, -1.5, 0.5),
-    "lobby": (-2.5, 3.0, -7.0, -2.5),
-}
-DOORS = {"kitchen": (-7.0, -5.5), "office": (-0.5, 1.0), "meeting_room": (6.0, 7.5), "lobby": (-0.5, 1.0)}
+from .floor_plans import OFFICE, FloorPlan  # noqa: E402
+
+# the office of the people episodes (sim.floor_plans): rooms name -> (min_x, max_x, min_z, max_z)
+ROOMS = OFFICE.rooms
+DOORS = {door.rooms[1]: (door.lo, door.hi) for door in OFFICE.doors}   # room -> its door onto the corridor
 
 
 _OBJECT_NAMES = {"box": "{colour} box", "barrel": "barrel", "cone": "traffic cone", "medkit": "first aid kit",
@@ -48,16 +45,8 @@ def object_name(kind: str, colour: str = "") -> str:
     return _OBJECT_NAMES.get(kind, kind).format(colour=colour).strip()
 
 
-def room_centre(name: str) -> tuple[float, float]:
-    x0, x1, z0, z1 = ROOMS[name]
-    return (x0 + x1) / 2, (z0 + z1) / 2
-
-
-def room_of(x: float, z: float) -> str:
-    for name, (x0, x1, z0, z1) in ROOMS.items():
-        if x0 <= x <= x1 and z0 <= z <= z1:
-            return name
-    return "corridor"
+room_centre = OFFICE.centre
+room_of = OFFICE.room_of
 
 
 def portrait_paths() -> list[Path]:
@@ -168,10 +157,12 @@ class SimPerson:
 
 
 class OfficeWorld(MiniWorldEnv):
-    """Rooms from ROOMS, furniture, objects (some move between days), people billboards."""
+    """A floor plan's rooms (the office by default), furniture, objects (some move between days),
+    people billboards."""
 
     def __init__(self, people: list[tuple[str, Path]], seed: int = 0, width: int = 640, height: int = 480,
-                 objects: list[tuple[str, str, str]] = (), object_size: float = 0.5):
+                 objects: list[tuple[str, str, str]] = (), object_size: float = 0.5, plan: FloorPlan = OFFICE):
+        self.plan = plan
         self._people_spec = people
         self._objects_spec = list(objects)   # (kind, colour, room)
         self._object_size = object_size
@@ -183,23 +174,32 @@ class OfficeWorld(MiniWorldEnv):
         super().__init__(obs_width=width, obs_height=height, max_episode_steps=10 ** 9)
 
     def _gen_world(self):
+        plan = self.plan
         rooms = {name: self.add_rect_room(min_x=x0, max_x=x1, min_z=z0, max_z=z1,
-                                          wall_tex="drywall" if name != "corridor" else "concrete",
-                                          floor_tex="floor_tiles_bw" if name != "kitchen" else "marble")
-                 for name, (x0, x1, z0, z1) in ROOMS.items()}
-        for name, (a, b) in DOORS.items():
-            self.connect_rooms(rooms["corridor"], rooms[name], min_x=a, max_x=b)
+                                          wall_tex="concrete" if name == plan.hub and name != plan.entrance
+                                          else "drywall",
+                                          floor_tex="marble" if name in plan.marble else "floor_tiles_bw")
+                 for name, (x0, x1, z0, z1) in plan.rooms.items()}
+        for door in plan.doors:
+            a, b = (rooms[r] for r in door.rooms)
+            if plan.door_along_x(door):
+                self.connect_rooms(a, b, min_x=door.lo, max_x=door.hi)
+            else:
+                self.connect_rooms(a, b, min_z=door.lo, max_z=door.hi)
         rng = np.random.default_rng(self._seed)
-        for name in ("office", "meeting_room"):
-            x, z = room_centre(name)
+        for name in plan.furnished:
+            x, z = plan.centre(name)
             self.place_entity(MeshEnt(mesh_name="office_desk", height=0.8), pos=[x + 1.5, 0, z + 1.5], dir=0.0)
             self.place_entity(MeshEnt(mesh_name="office_chair", height=0.9), pos=[x + 0.5, 0, z + 1.5], dir=0.0)
         self.objects = []
         for kind, colour, room in self._objects_spec:
-            x0, x1, z0, z1 = ROOMS[room]
+            x0, x1, z0, z1 = plan.rooms[room]
             size = self._object_size
             ent = Box(color=colour, size=size) if kind == "box" else MeshEnt(mesh_name=kind, height=size, static=False)
             self.place_entity(ent, min_x=x0 + 0.8, max_x=x1 - 0.8, min_z=z0 + 0.8, max_z=z1 - 0.8)
+            while plan.near_door(ent.pos[0], ent.pos[2], ent.radius + DOOR_CLEARANCE):   # it would close the door
+                self.entities.remove(ent)
+                self.place_entity(ent, min_x=x0 + 0.8, max_x=x1 - 0.8, min_z=z0 + 0.8, max_z=z1 - 0.8)
             self.objects.append((kind, colour, ent))
         self.people = []
         shirts = [(40, 40, 200), (200, 80, 40), (40, 160, 40), (150, 60, 150), (30, 140, 200)]
