@@ -78,6 +78,9 @@ def test_every_episode_answers_its_question_from_what_it_saw(results):
     assert semantic["truth_match"] == 1.0 and semantic["truth_match_spl"] == semantic["spl"]
     report = (out / "report.md").read_text()
     assert "| EQA truth-match | truth-match x SPL | LLM-Match | LLM-Match x SPL |" in report
+    asked = {kind: sum(1 for r in rows if r["question_kind"] == kind) for kind in ("location", "yes_no")}
+    right = sum(r["truth_match"] == 1.0 for r in rows if r["question_kind"] == "location")
+    assert f"By question (right / asked): location {right} / {asked['location']}, yes/no (truly " in report
 
 
 def test_other_floor_plans_are_explored_recalled_and_reported_per_plan(tmp_path):

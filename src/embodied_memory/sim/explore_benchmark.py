@@ -366,6 +366,18 @@ def by_layout(rows: list[dict]) -> dict:
     return out
 
 
+def eqa_by_kind(rows: list[dict]) -> dict[str, tuple[int, int]]:
+    """Right and asked per question kind, yes/no split by the true answer."""
+    out: dict[str, list[int]] = {}
+    for r in rows:
+        if r.get("question_kind"):
+            kind = r["question_kind"] if r["question_kind"] != "yes_no" else f"yes/no (truly {r['true_answer']})"
+            counts = out.setdefault(kind, [0, 0])
+            counts[0] += int(r["truth_match"] == 1.0)
+            counts[1] += 1
+    return {kind: (right, asked) for kind, (right, asked) in sorted(out.items())}
+
+
 def report(results: dict) -> str:
     lines = ["# Exploration (HIMM) - SPL per policy, with and without episodic recall", "",
              "Target detection and descriptions: simulator oracles (labelled ablation); success judged on the "
@@ -391,7 +403,10 @@ def report(results: dict) -> str:
                   "endpoint only; '-' also when the judge gave no mark); x SPL weighs each episode's score by "
                   "its SPL (HIMM's LLM-Match x SPL)."
                   + (f" On the yes/no questions, answering always yes would score {floor['always_yes']:.2f}, "
-                     f"always no {floor['always_no']:.2f}." if floor else "")]
+                     f"always no {floor['always_no']:.2f}." if floor else ""),
+                  "", "By question (right / asked): " + ", ".join(
+                      f"{kind} {right} / {asked}" for kind, (right, asked) in eqa_by_kind(results["episodes"]).items())
+                  + "."]
     lines += ["", "Per floor plan:", "", "| layout | policy | memory | episodes | success | SPL | EQA truth-match | "
               "truth-match x SPL |", "|---|---|---|---|---|---|---|---|"]
     for layout, policies in results["by_layout"].items():
