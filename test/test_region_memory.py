@@ -164,3 +164,32 @@ def test_a_picture_of_the_target_is_found_in_an_earlier_episode_by_its_regions(t
     assert second.success and second.recall is not None and second.recall.i_explore is False
     assert second.recall.prior_episode == "A" and second.recall.landmarks
     assert "remembered view" in " ".join(s.action for s in second.log)      # it drove to where A saw it
+
+
+def test_the_agent_offers_the_regions_tool_only_where_the_memory_can_match_words_to_regions(region_store, tmp_path):
+    """Without CLIP the model is never offered ``regions`` (and a call to it anyway is refused);
+    with an image-space text encoder it is offered and returns regions."""
+    from embodied_memory.agent.tools import StoreMemoryClient, ToolBox
+    from zoneinfo import ZoneInfo
+    plain = open_store(StoreParams(data_dir=str(tmp_path / "plain"), image_dim=8, text_embedder="hash"))
+    try:
+        without = ToolBox(StoreMemoryClient(plain), 3000.0, ZoneInfo("UTC"))
+        assert "regions" not in without.names and "semantic_observations" in without.names
+        refused = without.run("regions", {"query": "the red chair"})
+        assert "unknown tool 'regions'" in refused["error"] and without.trace == []
+    finally:
+        plain.close()
+    with_clip = ToolBox(StoreMemoryClient(region_store), 3000.0, ZoneInfo("UTC"))
+    assert "regions" in with_clip.names
+    assert with_clip.run("regions", {"query": "plant", "k": 1})[0]["id"] == "a/1"
+    assert [call.split("(")[0] for call in with_clip.trace] == ["regions"]
+
+
+def test_an_unknown_capability_answer_hides_nothing():
+    from embodied_memory.agent.tools import ToolBox
+    from zoneinfo import ZoneInfo
+
+    class OlderMemory:
+        def call(self, tool, arguments):
+            raise RuntimeError(f"unknown tool {tool}")
+    assert "regions" in ToolBox(OlderMemory(), 3000.0, ZoneInfo("UTC")).names

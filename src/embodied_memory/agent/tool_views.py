@@ -115,6 +115,8 @@ VIEWS: dict[str, StoreView] = {
                                  note="The images are shown to you before you answer."),
     "regions": StoreView("regions", caps={"k": 10}),
 }
+NEEDS: dict[str, str] = {"regions": "regions_by_words"}   # view -> the memory capability it needs (offered
+                                                          # only where the memory's ``capabilities`` says so)
 for _view in VIEWS.values():
     if _view.window:
         assert all(w in TOOLS[_view.tool].arguments for w in WINDOW), _view.tool

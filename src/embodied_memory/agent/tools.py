@@ -35,8 +35,8 @@ from zoneinfo import ZoneInfo
 from ..calendar_windows import day_window, local_date
 from .answer import parse_time
 from .history_pages import read_pages
-from .tool_views import (HISTORY_ROWS, MAX_DATES, ORDERS, REMEMBR_TOOLS, SPECS, TIME_HELP, TOOLS, VIEWS,  # noqa: F401
-                         StoreView, is_time)
+from .tool_views import (HISTORY_ROWS, MAX_DATES, NEEDS, ORDERS, REMEMBR_TOOLS, SPECS, TIME_HELP,  # noqa: F401
+                         TOOLS, VIEWS, StoreView, is_time)
 from .visits import VISIT_GAP_S
 
 log = logging.getLogger(__name__)
@@ -140,6 +140,7 @@ class ToolBox:
     deadline: Optional[float] = None       # time.monotonic() by which the question must be answered
     tokens_in: int = 0                     # model tokens spent on the question (planners add theirs)
     tokens_out: int = 0
+    _hidden: Optional[frozenset[str]] = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.memory = RecordingClient(self.memory)       # every memory call of this question, in order
@@ -171,9 +172,23 @@ class ToolBox:
         """Seconds left until the deadline (inf without one)."""
         return float("inf") if self.deadline is None else self.deadline - time.monotonic()
 
+    @property
+    def hidden(self) -> frozenset[str]:
+        """Views this memory cannot serve (``NEEDS``: e.g. regions by words without CLIP), asked
+        of the memory once per question; unknown (an older memory, a failed call): none hidden."""
+        if self._hidden is None:
+            try:
+                capabilities = self.memory.inner.call("capabilities", {})     # not part of the question's trace
+            except Exception as exc:  # noqa: BLE001 - the tools stay offered; a call explains itself
+                log.debug("memory capabilities unknown (%s): every tool offered", exc)
+                capabilities = None
+            self._hidden = frozenset() if not isinstance(capabilities, dict) else frozenset(
+                view for view, need in NEEDS.items() if not capabilities.get(need))
+        return self._hidden
+
     def specs(self) -> list[dict]:
         """OpenAI ``tools`` list."""
-        specs = dict(SPECS)
+        specs = {name: spec for name, spec in SPECS.items() if name not in self.hidden}
         if self.navigate is not None:
             specs[NAVIGATE] = NAVIGATE_SPEC
         return [{"type": "function", "function": {"name": name, **spec}} for name, spec in specs.items()]
@@ -416,6 +431,8 @@ class ToolBox:
     def _dispatch(self, name: str, a: dict) -> Any:
         m = self.memory
         view = VIEWS.get(name)
+        if name in NEEDS and name in self.hidden:
+            raise ToolError(f"unknown tool {name!r}; tools: {', '.join(self.names)}")
         if view is not None and view.window:
             return self._history(view, a)
         if view is not None:

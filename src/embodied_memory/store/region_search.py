@@ -38,6 +38,11 @@ class RegionSearchMixin:
             raise StoreError("similar_regions: empty embedding")
         return self._best_regions(vec, k, episode, exclude_episode, before)
 
+    @query_tool("What this memory can search besides descriptions: regions by words needs an image-space "
+                "text encoder (CLIP).", result="{regions_by_words: bool}")
+    def capabilities(self) -> dict:
+        return {"regions_by_words": self._image_query_embedder is not None}
+
     @query_tool("Regions (object-sized parts of views, e.g. 'the red chair') best matching words, with the "
                 "view they were seen in and their 3D box. Needs CLIP on the robot.", result=f"best first: {REGION}")
     def regions(self, query: str, k: int = 10, before: Optional[float] = None) -> list[dict]:
