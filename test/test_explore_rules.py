@@ -121,6 +121,7 @@ def test_learn_rules_command_runs_training_episodes_and_stores_their_rules(tmp_p
     (["explore-bench", "--answerer", "vlm"], "--answerer vlm needs --llm-base-url"),
     (["explore-bench", "--seeds=-1"], "world seeds are 0 or more"),
     (["explore-bench", "--out", "/dev/null/x"], "cannot write there"),
+    (["explore-bench", "--layouts", "office,castle"], "--layouts: comma-separated names of office, wing, hall"),
 ])
 def test_rule_and_bench_commands_refuse_bad_arguments_in_one_line(argv, problem, capsys):
     from embodied_memory.cli import main
@@ -132,21 +133,32 @@ def test_the_ablation_gives_learned_rules_to_the_semantic_and_both_runs(tmp_path
     from embodied_memory.sim.explore_benchmark import ExploreBenchConfig, run_explore_benchmark
     rule_replies = iter([content(PSEUDOCODE), content(json.dumps(RULES))])
 
-    def reply(body, n):        # the rule writer's two calls, then OpenEQA's judge for each episode's answer
-        asked = body["messages"][0]["content"]
-        return content('{"mark": 4}') if "evaluate the response" in str(asked) else next(rule_replies)
-    with ScriptedLLM([], choose=reply) as llm:
-        res = run_explore_benchmark(ExploreBenchConfig(seeds=(1,), policies=("semantic",), scenarios=("same",),
-                                                       rules_episodes=1, llm_base_url=llm.base_url), tmp_path,
-                                    progress=False)
+    def reply(body, n):        # the rule writer's two calls; OpenEQA's judge is another endpoint
+        assert "evaluate the response" not in str(body["messages"][0]["content"])
+        return next(rule_replies)
+    with ScriptedLLM([], choose=reply) as llm, ScriptedLLM([], choose=lambda body, n: content('{"mark": 4}')) as judge:
+        res = run_explore_benchmark(ExploreBenchConfig(seeds=(1,), layouts=("office",), policies=("semantic",),
+                                                       scenarios=("same",), rules_episodes=1, eqa_phrasings="dev",
+                                                       llm_base_url=llm.base_url, judge_base_url=judge.base_url,
+                                                       judge_model="judge-7b"), tmp_path, progress=False)
+        judged = len(judge.requests)
     assert len(res["training"]) == 1 and len(res["rules"]) == 2
-    # with an endpoint every answer is judged too (LLM-Match, (4 - 1) / 4), and weighed by SPL
+    # with a judge every answer is judged (LLM-Match, (4 - 1) / 4), and weighed by SPL
+    assert judged == len(res["episodes"]) == 5
     assert all(r["llm_match"] == 0.75 and r["llm_match_spl"] == round(0.75 * r["spl"], 3) for r in res["episodes"])
+    assert f"Judge: judge-7b at {judge.base_url}." in (tmp_path / "report.md").read_text()
     given = {r["memory"]: r["rules_given"] for r in res["episodes"] if r["scenario"] == "same"}
     assert given == {"none": 0, "episodic": 0, "semantic": 2, "both": 2}
     assert set(res["by_policy"]["semantic"]) == {"none", "episodic", "semantic", "both"}
     report = (tmp_path / "report.md").read_text()
     assert "| semantic | both | 1 |" in report and "enter the room before following a long corridor" in report
+
+
+def test_without_a_judge_endpoint_the_report_says_the_answering_endpoint_judged_itself():
+    from embodied_memory.sim.explore_benchmark import judge_note
+    assert "the answering endpoint itself (m at http://x/v1; give --judge-base-url" in judge_note(
+        {"llm_base_url": "http://x/v1", "llm_model": "m", "judge_base_url": ""})
+    assert judge_note({"llm_base_url": "", "judge_base_url": ""}) == ""
 
 
 def test_a_bench_where_no_question_was_answered_is_flagged():

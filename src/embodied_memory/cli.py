@@ -260,6 +260,8 @@ def cmd_explore_bench(args) -> int:
     results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds, layouts=layouts, policies=policies,
                                                        llm_base_url=args.llm_base_url,
                                                        llm_model=args.llm_model, rules_episodes=args.rules_episodes,
+                                                       judge_base_url=args.judge_base_url,
+                                                       judge_model=args.judge_model,
                                                        eqa=not args.no_eqa, eqa_phrasings=args.eqa_phrasings,
                                                        answerer=args.answerer),
                                     Path(args.out))
@@ -432,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--answerer", choices=("memory", "vlm"), default="memory",
                    help="who answers each episode's question: memory (the query agent, offline) or vlm (the "
                         "episode's views to --llm-base-url); with an endpoint, answers also get LLM-Match")
+    p.add_argument("--judge-base-url", default="", help="OpenAI-compatible endpoint of LLM-Match's judge (default: "
+                                                        "--llm-base-url judges its own answers)")
+    p.add_argument("--judge-model", default="", help="model name at the judge's endpoint")
     p.add_argument("--no-eqa", action="store_true", help="episodes look for their target without a question")
     p.add_argument("--eqa-phrasings", choices=("evaluation", "dev"), default="evaluation",
                    help="the questions' wording: evaluation (held out from the planner and its tests) or dev")

@@ -70,6 +70,8 @@ class ExploreBenchConfig:
     policies: tuple[str, ...] = ("nearest", "semantic")
     llm_base_url: str = ""                # for the mllm policy and for learning rules
     llm_model: str = ""
+    judge_base_url: str = ""              # LLM-Match's judge ("": the llm endpoint judges its own answers)
+    judge_model: str = ""
     rules_episodes: int = 0               # > 0: learn rules first (training seeds 100+, needs the endpoint)
                                           # and add the semantic-memory rows (semantic, both)
     first_start: str = ""                 # a start of every layout ("": each floor plan's first_start)
@@ -126,9 +128,10 @@ def spl(success: bool, path_m: float, shortest: float) -> float:
 
 
 class _Run:
-    def __init__(self, cfg: ExploreBenchConfig, embedder, text_embedder, client, image_dir: Path, map_dir: Path):
+    def __init__(self, cfg: ExploreBenchConfig, embedder, text_embedder, client, judge, image_dir: Path,
+                 map_dir: Path):
         self.cfg, self.embedder, self.image_dir, self.map_dir = cfg, embedder, image_dir, map_dir
-        self.text_embedder, self.client = text_embedder, client
+        self.text_embedder, self.client, self.judge = text_embedder, client, judge
 
     def _answer(self, question: Optional[EqaQuestion], result: ExplorationResult, store, spl_value: float) -> dict:
         """The episode's answer to its question and its scores: on the simulator's truth, and
@@ -142,7 +145,7 @@ class _Run:
             answerer = MemoryAnswerer(agent.ask)
         answer = answerer.answer(question.text, result.views)
         truth = truth_score(question, answer)
-        match = llm_match(self.client, question, answer) if self.client is not None else None
+        match = llm_match(self.judge, question, answer) if self.judge is not None else None
         return {"question": question.text, "question_kind": question.kind, "true_answer": question.answer,
                 "answer": answer.text if answer.status == "ok" else f"({answer.status}: {answer.error[:120]})",
                 "answer_evidence": answer.evidence[:5], "truth_match": truth,
@@ -219,6 +222,10 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
     if cfg.llm_base_url:     # the model policy, the vlm answerer, LLM-Match's judge and rule learning
         from ..llm.chat_client import ChatClient, LLMConfig
         client = ChatClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model))
+    judge = client
+    if cfg.judge_base_url:
+        from ..llm.chat_client import ChatClient, LLMConfig
+        judge = ChatClient(LLMConfig(base_url=cfg.judge_base_url, model=cfg.judge_model))
     if cfg.rules_episodes > 0 and not cfg.llm_base_url:
         raise ValueError("explore-bench: learning rules needs --llm-base-url (an OpenAI-compatible endpoint)")
     (out_dir / "maps").mkdir(parents=True, exist_ok=True)
@@ -240,7 +247,7 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
         for policy in cfg.policies:
             root = out_dir / layout / f"seed_{seed}" / policy
             shutil.rmtree(root / "images", ignore_errors=True)
-            run = _Run(cfg, embedder, text_embedder, client, root / "images", out_dir / "maps")
+            run = _Run(cfg, embedder, text_embedder, client, judge, root / "images", out_dir / "maps")
             prefix = f"{layout}-s{seed}-{policy}"
             with _memory(root / "memory") as store:
                 first = run.episode(task, policy, first_start, f"{prefix}-A", store, recall=False)
@@ -366,6 +373,16 @@ def by_layout(rows: list[dict]) -> dict:
     return out
 
 
+def judge_note(config: dict) -> str:
+    """Who judged LLM-Match: a separate endpoint, or the endpoint that also answered (a bias)."""
+    if config.get("judge_base_url"):
+        return f" Judge: {config.get('judge_model') or 'the model'} at {config['judge_base_url']}."
+    if config.get("llm_base_url"):
+        return (f" Judge: the answering endpoint itself ({config.get('llm_model') or 'its model'} at "
+                f"{config['llm_base_url']}; give --judge-base-url for an independent judge).")
+    return ""
+
+
 def eqa_by_kind(rows: list[dict]) -> dict[str, tuple[int, int]]:
     """Right and asked per question kind, yes/no split by the true answer."""
     out: dict[str, list[int]] = {}
@@ -401,7 +418,7 @@ def report(results: dict) -> str:
                   "(answerer: " + results["config"].get("answerer", "memory") + "). Truth-match scores the answer on the simulator's truth (1 right, 0 wrong or 'I don't "
                   "know'; a 'no' only with evidence); LLM-Match is OpenEQA's judge ((mark - 1) / 4, with an "
                   "endpoint only; '-' also when the judge gave no mark); x SPL weighs each episode's score by "
-                  "its SPL (HIMM's LLM-Match x SPL)."
+                  "its SPL (HIMM's LLM-Match x SPL)." + judge_note(results["config"])
                   + (f" On the yes/no questions, answering always yes would score {floor['always_yes']:.2f}, "
                      f"always no {floor['always_no']:.2f}." if floor else ""),
                   "", "By question (right / asked): " + ", ".join(
