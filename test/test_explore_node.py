@@ -1,13 +1,16 @@
 """The explore node over DDS with the memory and the query agent (three processes): an Explore
 goal finds the target in the simulated office (feedback with cognitive states, the occupancy
 grid and frontier markers published, observations and the map stored by the memory node); a
-second goal with episodic recall drives a shorter path and is answered by the query agent."""
+second goal with episodic recall drives a shorter path and is answered by the query agent; a
+goal with a picture of the target recalls it by the regions the first one stored, and a picture
+that is not an image aborts that goal only."""
 import json
 
 import pytest
 from embodied_memory_interfaces.action import Explore
 from embodied_memory_interfaces.srv import QueryMemory
 from nav_msgs.msg import OccupancyGrid
+from sensor_msgs.msg import CompressedImage
 from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -35,9 +38,33 @@ def stack_file(tmp_path):
     parameters: {{planner: rules}}
   explore:
     executable: explore_node
-    parameters: {{environment: sim, sim_seed: 0, sim_start: corridor_west, image_dir: "{tmp_path / 'images'}"}}
+    parameters: {{environment: sim, sim_seed: 0, sim_start: corridor_west, region_proposer: segments,
+                  image_dir: "{tmp_path / 'images'}"}}
 """)
     return path
+
+
+def duck_picture() -> CompressedImage:
+    """A photo of seed 0's target (the rubber duck) from another side than the robot's way in:
+    what an operator would send as an image goal."""
+    import math
+
+    import cv2
+    from embodied_memory.sim.exploration import SimExplorationEnv, make_task, start_pose
+    task = make_task(0)
+    env = SimExplorationEnv(task, start_pose("lobby"))
+    try:
+        tx, ty = env.target_position()
+        cx, cz = env.task.plan.centre(task.target_room)
+        a = math.atan2(-cz - ty, cx - tx) + math.pi / 2
+        px, py = tx + 1.3 * math.cos(a), ty + 1.3 * math.sin(a)
+        env.teleport(px, py, math.atan2(ty - py, tx - px))
+        image = env.observe().image
+    finally:
+        env.close()
+    h, w = image.shape[:2]
+    return CompressedImage(format="jpeg", data=cv2.imencode(".jpg", image[h // 4: 3 * h // 4, w // 4: 3 * w // 4])[1]
+                           .tobytes())
 
 
 def test_explore_action_over_dds(tmp_path, ros_context):
@@ -86,6 +113,11 @@ def test_explore_action_over_dds(tmp_path, ros_context):
         assert second.success and second.path_length_m < 0.7 * first.path_length_m
         assert second.answer.status == "ok" and second.answer.has_position
         wait_until(lambda: "recall: episode" in stack.log(), 20, what="the explore node's recall line in its log")
+        broken, _ = explore(target_description="rubber duck", target_image=CompressedImage(format="jpeg", data=b"x" * 9))
+        assert not broken.success and broken.message == "target_image: 9 bytes that are not an image (format 'jpeg')"
+        pictured, _ = explore(target_description="rubber duck", target_image=duck_picture(), use_episodic_memory=True)
+        assert pictured.success and pictured.path_length_m < 0.7 * first.path_length_m
+        wait_until(lambda: "(by regions like the picture)" in stack.log(), 20, what="a recall by the picture's regions")
     finally:
         node.destroy_node()
         assert stack.stop() == 0

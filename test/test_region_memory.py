@@ -163,6 +163,7 @@ def test_a_picture_of_the_target_is_found_in_an_earlier_episode_by_its_regions(t
         store.close()
     assert second.success and second.recall is not None and second.recall.i_explore is False
     assert second.recall.prior_episode == "A" and second.recall.landmarks
+    assert second.recall.reason.endswith("(by regions like the picture)")
     assert "remembered view" in " ".join(s.action for s in second.log)      # it drove to where A saw it
 
 
@@ -193,3 +194,23 @@ def test_an_unknown_capability_answer_hides_nothing():
         def call(self, tool, arguments):
             raise RuntimeError(f"unknown tool {tool}")
     assert "regions" in ToolBox(OlderMemory(), 3000.0, ZoneInfo("UTC")).names
+
+
+def test_sam_regions_take_the_explorers_3d_box_function():
+    """SAM's masks (a scripted mask generator: the model's weights are not here) get their 3D box
+    from the caller's ``box_of``, as the explorer's pitched camera needs."""
+    from embodied_memory.perception.regions import SamRegionProposer
+    mask = np.zeros((48, 64), bool)
+    mask[10:20, 5:25] = True
+
+    class Masks:
+        def generate(self, image):
+            return [{"bbox": (5, 10, 20, 10), "area": 200, "predicted_iou": 0.9, "segmentation": mask}]
+    sam = SamRegionProposer.__new__(SamRegionProposer)
+    sam._generator, sam.max_regions = Masks(), 4
+    seen = []
+    regions = sam.propose(np.zeros((48, 64, 3), np.uint8), None,
+                          box_of=lambda m: seen.append(int(m.sum())) or ((1.0, 2.0, 0.3), (0.4, 0.4, 0.6)))
+    assert seen == [200] and regions[0].box == (5.0, 10.0, 25.0, 20.0)
+    assert regions[0].center_3d == (1.0, 2.0, 0.3) and regions[0].size_3d == (0.4, 0.4, 0.6)
+

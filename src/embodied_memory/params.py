@@ -15,6 +15,7 @@ from .explore.policies import POLICIES as EXPLORE_POLICIES
 from .ingest.offline import TopicParams
 from .ingest.selection import SelectionParams
 from .perception.pipeline import PerceptionParams
+from .perception.regions import REGION_PROPOSERS
 from .store.params import StoreParams
 
 
@@ -253,6 +254,11 @@ class ExploreNodeParams:
                                            # what the episode stored) | vlm (the episode's views to llm_base_url)
     pruning: str = "geometric"             # geometric | mllm (needs llm_base_url)
     verifier: str = "feature_match"        # feature_match | mllm (needs llm_base_url)
+    region_proposer: str = "none"          # none | segments (offline colour segments) | sam (sam_weights): each
+                                           # view's regions stored, so a goal's target_image is recalled by region
+    sam_weights: str = ""                  # region_proposer sam: the Segment Anything checkpoint
+    sam_model_type: str = "vit_h"
+    device: str = "cuda"                   # region_proposer sam: the torch device
     llm_base_url: str = ""                 # OpenAI-compatible multimodal endpoint
     llm_model: str = ""
     sim_layout: str = "office"             # a floor plan of sim.floor_plans: office | wing | hall
@@ -292,6 +298,10 @@ class ExploreNodeParams:
                              "set it only with environment: robot")
         if self.answerer not in ("memory", "vlm"):
             raise ValueError(f"answerer: unknown '{self.answerer}' (memory | vlm)")
+        if self.region_proposer not in REGION_PROPOSERS:
+            raise ValueError(f"region_proposer: unknown '{self.region_proposer}' ({' | '.join(REGION_PROPOSERS)})")
+        if self.region_proposer == "sam" and not self.sam_weights:
+            raise ValueError("region_proposer: sam needs sam_weights (a Segment Anything checkpoint)")
         for name, model in (("pruning", "mllm"), ("verifier", "mllm"), ("explore_policy", "mllm"),
                             ("decomposition", "llm"), ("answerer", "vlm")):
             if getattr(self, name) == model and not self.llm_base_url:

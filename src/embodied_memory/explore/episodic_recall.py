@@ -162,5 +162,6 @@ class EpisodicRecall:
                                 reason=f"verified episodes never saw {target!r}")
         landmarks = [(h["position"][0], h["position"][1], h["yaw"]) for h in matches[prior]
                      if h.get("position") is not None]          # not those stored without a pose
+        by = "regions like the picture" if target_vector is not None else "descriptions"
         return RecallResult(False, prior, landmarks, len(best), sum(verified_episodes.values()), votes,
-                            f"episode {prior} saw {target!r} {votes[prior]} times")
+                            f"episode {prior} saw {target!r} {votes[prior]} times (by {by})")

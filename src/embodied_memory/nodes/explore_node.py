@@ -26,7 +26,10 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Optional
 
+import cv2
+import numpy as np
 from action_msgs.msg import GoalStatus
 from embodied_memory_interfaces.action import Explore
 from embodied_memory_interfaces.srv import Ask
@@ -91,6 +94,8 @@ class ExploreNode(Node):
             from ..text_embedding import MiniLMTextEmbedder
             self.text_embedder = MiniLMTextEmbedder()
         self._decomposer = LlmDecomposer(self._client).decompose if p.decomposition == "llm" else None
+        from ..perception.regions import make_region_proposer
+        self.regions = make_region_proposer(p.region_proposer, p.sam_weights, p.sam_model_type, p.device)
         self.env, self.detector, self.describer = self._worker.submit(self._make_environment).result()
         self._server = ActionServer(self, Explore, p.action_name, execute_callback=self._execute,
                                     goal_callback=self._on_goal, cancel_callback=lambda _g: CancelResponse.ACCEPT,
@@ -148,6 +153,7 @@ class ExploreNode(Node):
                         pruner=pruner, image_dir=Path(p.image_dir).expanduser(),
                         feedback=lambda ex, pose: self._on_step(goal_handle, ex, pose),
                         should_stop=stop, policy=policy, decomposer=self._decomposer, place_of=self._place_of,
+                        regions=self.regions,
                         ready_to_answer=self._memory_answers if self._ask is not None and p.answerer == "memory"
                         else None)
 
@@ -189,7 +195,14 @@ class ExploreNode(Node):
             from ..sim.exploration import start_pose
             self._worker.submit(self.env.teleport, *start_pose(self.params.sim_start, self.params.sim_layout)).result()
         try:
-            result = self._worker.submit(explorer.run, target, episode_id, g.question.strip()).result()
+            picture = self._target_image(g.target_image)
+        except ValueError as exc:                 # a malformed goal: an error answer, the node goes on
+            self.get_logger().warning(f"Explore goal aborted: {exc}")
+            goal_handle.abort()
+            return Explore.Result(success=False, message=str(exc))
+        try:
+            result = self._worker.submit(explorer.run, target, episode_id, g.question.strip(),
+                                         target_image=picture).result()
         except Exception as exc:  # noqa: BLE001 - the robot keeps serving goals; the error goes back
             self.get_logger().error(f"exploration failed: {exc}")
             goal_handle.abort()
@@ -213,6 +226,18 @@ class ExploreNode(Node):
         else:
             goal_handle.abort()
         return out
+
+    def _target_image(self, msg) -> Optional[np.ndarray]:
+        """The goal's picture of the target (GOAT-Bench's image goal), decoded; None without one."""
+        if not msg.data:
+            return None
+        image = cv2.imdecode(np.frombuffer(bytes(msg.data), np.uint8), cv2.IMREAD_COLOR)
+        if image is None:
+            raise ValueError(f"target_image: {len(msg.data)} bytes that are not an image (format {msg.format!r})")
+        if self.regions is None:
+            self.get_logger().warning("a target_image goal with region_proposer 'none': no regions are stored "
+                                      "to recall it by; set region_proposer (segments | sam)")
+        return image
 
     def _ask_agent(self, question: str):
         """The query agent's answer message (from the explorer's worker thread or the goal's)."""

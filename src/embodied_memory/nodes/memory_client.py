@@ -78,6 +78,10 @@ class RosExplorationMemory:
     def text_observations(self, query: str, k: int = 5, episode=None) -> list[dict]:
         return self._client.call("text_observations", {"query": query, "k": int(k), "episode": episode})
 
+    def similar_regions(self, embedding, k: int = 10, episode=None, exclude_episode=None) -> list[dict]:
+        return self._client.call("similar_regions", {"embedding": [float(v) for v in embedding], "k": int(k),
+                                                     "episode": episode, "exclude_episode": exclude_episode})
+
     def rules_for(self, query: str, k: int = 3) -> list[dict]:
         return self._client.call("rules_for", {"query": query, "k": int(k)})
 

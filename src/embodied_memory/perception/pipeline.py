@@ -19,6 +19,7 @@ from ..people.identity import IdentityManager, IdentityParams
 from ..types import Keyframe, Observation, PersonSighting, Pose
 from .describer import DetectorDescriber, VLMDescriber
 from .projection import person_position
+from .regions import REGION_PROPOSERS, make_region_proposer
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class PerceptionParams:
     def validate(self) -> None:
         choices = {"image_embedder": ("mobilenetv2", "clip", "none"), "person_detector": ("hog", "yolo", "none"),
                    "face_backend": ("yunet_sface", "insightface", "none"),
-                   "reid": ("mobilenetv2", "torchscript", "none"), "region_proposer": ("none", "segments", "sam"),
+                   "reid": ("mobilenetv2", "torchscript", "none"), "region_proposer": REGION_PROPOSERS,
                    "describer": ("detector", "vlm"), "describer_prompt": ("object_centric", "caption"),
                    "text_embedder": ("minilm", "hash")}
         for key, allowed in choices.items():
@@ -101,13 +102,7 @@ class Perception:
         if p.reid == "torchscript":
             from .reid import TorchScriptReid
             self.reid = TorchScriptReid(p.reid_weights, p.device)
-        self.regions = None
-        if p.region_proposer == "sam":
-            from .regions import SamRegionProposer
-            self.regions = SamRegionProposer(p.sam_weights, p.sam_model_type, p.device)
-        elif p.region_proposer == "segments":
-            from .regions import SegmentRegionProposer
-            self.regions = SegmentRegionProposer()
+        self.regions = make_region_proposer(p.region_proposer, p.sam_weights, p.sam_model_type, p.device)
         self.describer = (VLMDescriber(p.vlm_base_url, p.vlm_model, p.describer_prompt, p.vlm_api_key_env)
                           if p.describer == "vlm" else DetectorDescriber())
         from ..text_embedding import make_text_embedder

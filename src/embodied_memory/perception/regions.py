@@ -58,17 +58,20 @@ class SamRegionProposer:
 
     def propose(self, image: np.ndarray, embedder, depth: Optional[np.ndarray] = None,
                 intrinsics: Optional[tuple[float, float, float, float]] = None,
-                pose: Optional[Pose] = None) -> list[Region]:
+                pose: Optional[Pose] = None, box_of: Optional[Callable[[np.ndarray], Optional[Box3D]]] = None
+                ) -> list[Region]:
+        """As :meth:`SegmentRegionProposer.propose` (``box_of``: the explorer's pitched camera)."""
+        if box_of is None and depth is not None and intrinsics is not None and pose is not None:
+            box_of = lambda mask: box_3d(mask, depth, intrinsics, pose)   # noqa: E731
         masks = sorted(self._generator.generate(image[:, :, ::-1]), key=lambda m: -m["area"])[: self.max_regions]
         crops, regions = [], []
         for m in masks:
             x, y, w, h = (int(v) for v in m["bbox"])
             crops.append(image[y:y + max(h, 1), x:x + max(w, 1)])
             region = Region(box=(float(x), float(y), float(x + w), float(y + h)), score=float(m["predicted_iou"]))
-            if depth is not None and intrinsics is not None and pose is not None:
-                found = box_3d(m["segmentation"], depth, intrinsics, pose)
-                if found:
-                    region.center_3d, region.size_3d = found
+            found = box_of(m["segmentation"]) if box_of is not None else None
+            if found:
+                region.center_3d, region.size_3d = found
             regions.append(region)
         if embedder is not None and crops:
             for region, vec in zip(regions, embedder.embed(crops)):
@@ -148,3 +151,17 @@ class SegmentRegionProposer:
             for region, vec in zip(regions, embedder.embed(crops)):
                 region.embedding = vec
         return regions
+
+
+REGION_PROPOSERS = ("none", "segments", "sam")
+
+
+def make_region_proposer(name: str, sam_weights: str = "", sam_model_type: str = "vit_h", device: str = "cuda"):
+    """The region proposer a ``region_proposer`` setting names (None for ``none``)."""
+    if name == "sam":
+        return SamRegionProposer(sam_weights, sam_model_type, device)
+    if name == "segments":
+        return SegmentRegionProposer()
+    if name == "none":
+        return None
+    raise ValueError(f"region_proposer: unknown {name!r} ({' | '.join(REGION_PROPOSERS)})")
