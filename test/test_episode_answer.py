@@ -9,9 +9,10 @@ from embodied_memory.agent.answer import Answer
 from embodied_memory.explore.episode_answer import MemoryAnswerer, VlmAnswerer, select_views
 from embodied_memory.explore.explorer import EpisodeView
 from embodied_memory.llm.chat_client import ChatClient, LLMConfig
-from embodied_memory.sim.eqa import (EqaQuestion, always_baselines, llm_match, make_question,
-                                     truth_score)
+from embodied_memory.sim.eqa import (EQA_PHRASING_SETS, EqaQuestion, always_baselines, eqa_phrasings, llm_match,
+                                     make_question, question_for, truth_score)
 from embodied_memory.sim.exploration import SimTask
+from embodied_memory.sim.floor_plans import FLOOR_PLANS
 from embodied_memory.types import Pose
 
 from scripted_llm import ScriptedLLM, content, error
@@ -106,15 +107,28 @@ def test_the_memory_answerer_is_the_query_agent():
 
 def test_yes_no_questions_ask_each_phrasing_with_both_answers():
     task = SimTask(2, "box", "red", "kitchen")
-    assert make_question(task, "location") == EqaQuestion("location", "Where is the red box?", "kitchen")
-    assert make_question(task, "yes_no") == EqaQuestion("yes_no", "Is the red box in the kitchen?", "yes", "kitchen")
-    other = make_question(SimTask(14, "box", "red", "kitchen"), "yes_no")
+    assert make_question(task, "location", "dev") == EqaQuestion("location", "Where is the red box?", "kitchen")
+    assert make_question(task, "yes_no", "dev") == EqaQuestion("yes_no", "Is the red box in the kitchen?", "yes",
+                                                               "kitchen")
+    other = make_question(SimTask(11, "box", "red", "kitchen"), "yes_no", "dev")
     assert other.text.startswith("Is the red box in the ") and other.answer == "no" and other.room != "kitchen"
-    there = [make_question(SimTask(seed, "duckie", "", "kitchen"), "yes_no") for seed in (11, 15)]
+    there = [make_question(SimTask(seed, "duckie", "", "kitchen"), "yes_no", "dev") for seed in (14, 15)]
     assert all(q.text.startswith("Is there a rubber duck in the ") for q in there)
     assert [q.answer for q in there] == ["no", "yes"]
-    held_out = [make_question(SimTask(seed, "duckie", "", "kitchen"), "yes_no").answer
-                for seed in (10, 11, 14, 15, 18, 19)]
+    yes_no_seeds = [s for s in range(10, 20) if question_for(SimTask(s, "duckie", "", "kitchen"), "dev").kind == "yes_no"]
+    assert yes_no_seeds == [10, 11, 14, 15, 18, 19]
+    for phrasing_set in EQA_PHRASING_SETS:          # template indices only: the evaluation wording is not printed
+        for layout, plan in FLOOR_PLANS.items():
+            templates = eqa_phrasings(phrasing_set)["yes_no"]
+            asked = {}
+            for seed in yes_no_seeds:
+                q = make_question(SimTask(seed, "duckie", "", plan.target_rooms[0], layout), "yes_no", phrasing_set)
+                index = next(i for i, t in enumerate(templates)
+                             if q.text == t.format(target="rubber duck", room=q.room.replace("_", " ")))
+                asked.setdefault(index, []).append(q.answer)
+            assert all(a.count("yes") == a.count("no") > 0 for a in asked.values()), (phrasing_set, layout)
+            assert len(asked) == min(3, len(templates))                       # every template (of up to 3 pairs)
+    held_out = [make_question(SimTask(seed, "duckie", "", "kitchen"), "yes_no", "dev").answer for seed in yes_no_seeds]
     assert held_out.count("yes") == held_out.count("no") == 3
     rows = [{"question_kind": "yes_no", "true_answer": a} for a in held_out] + [{"question_kind": "location"}]
     assert always_baselines(rows) == {"always_yes": 0.5, "always_no": 0.5}

@@ -122,6 +122,7 @@ def test_learn_rules_command_runs_training_episodes_and_stores_their_rules(tmp_p
     (["explore-bench", "--seeds=-1"], "world seeds are 0 or more"),
     (["explore-bench", "--out", "/dev/null/x"], "cannot write there"),
     (["explore-bench", "--layouts", "office,castle"], "--layouts: comma-separated names of office, wing, hall"),
+    (["explore-bench", "--judge-model", "j"], "--judge-model needs --judge-base-url"),
 ])
 def test_rule_and_bench_commands_refuse_bad_arguments_in_one_line(argv, problem, capsys):
     from embodied_memory.cli import main
@@ -146,7 +147,7 @@ def test_the_ablation_gives_learned_rules_to_the_semantic_and_both_runs(tmp_path
     # with a judge every answer is judged (LLM-Match, (4 - 1) / 4), and weighed by SPL
     assert judged == len(res["episodes"]) == 5
     assert all(r["llm_match"] == 0.75 and r["llm_match_spl"] == round(0.75 * r["spl"], 3) for r in res["episodes"])
-    assert f"Judge: judge-7b at {judge.base_url}." in (tmp_path / "report.md").read_text()
+    assert f"Judge: judge-7b at {judge.base_url}. The judge marked 5 of 5 answers." in (tmp_path / "report.md").read_text()
     given = {r["memory"]: r["rules_given"] for r in res["episodes"] if r["scenario"] == "same"}
     assert given == {"none": 0, "episodic": 0, "semantic": 2, "both": 2}
     assert set(res["by_policy"]["semantic"]) == {"none", "episodic", "semantic", "both"}
@@ -159,6 +160,16 @@ def test_without_a_judge_endpoint_the_report_says_the_answering_endpoint_judged_
     assert "the answering endpoint itself (m at http://x/v1; give --judge-base-url" in judge_note(
         {"llm_base_url": "http://x/v1", "llm_model": "m", "judge_base_url": ""})
     assert judge_note({"llm_base_url": "", "judge_base_url": ""}) == ""
+    assert "the answering endpoint itself" in judge_note(       # the same endpoint and model given as the judge
+        {"llm_base_url": "http://x/v1", "llm_model": "m", "judge_base_url": "http://x/v1", "judge_model": "m"})
+
+
+def test_a_bench_whose_judge_never_marked_an_answer_is_flagged():
+    from embodied_memory.sim.explore_benchmark import judge_never_marked, judged_count
+    dead = [{"judged": True, "llm_match": None}] * 3
+    assert judge_never_marked({"episodes": dead}) and judged_count(dead) == " The judge marked 0 of 3 answers."
+    assert not judge_never_marked({"episodes": dead + [{"judged": True, "llm_match": 0.5}]})
+    assert not judge_never_marked({"episodes": [{"judged": False, "llm_match": None}]}) and judged_count([]) == ""
 
 
 def test_a_bench_where_no_question_was_answered_is_flagged():

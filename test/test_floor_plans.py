@@ -60,12 +60,14 @@ def test_plans_differ_and_name_their_places():
 def test_a_plan_refuses_rooms_that_do_not_face_each_other_and_unknown_names():
     rooms = {"a": (0.0, 4.0, 0.0, 4.0), "b": (2.0, 6.0, 2.0, 6.0), "c": (0.0, 4.0, 5.0, 9.0)}
     with pytest.raises(ValueError, match="overlap"):
-        FloorPlan("bad", rooms, (Door(("a", "b"), 2.5, 3.5),), "a", "a", ("c",), {"s": (1, -1, 0)}, "s", "s")
+        FloorPlan("bad", rooms, (Door(("a", "b"), 2.5, 3.5),), "a", "a", ("c",), {"s": (1, -1, 0), "t": (2, -1, 0)}, "s", "s", "t")
     with pytest.raises(ValueError, match="unknown room 'kitchen'"):
-        FloorPlan("bad", rooms, (), "a", "a", ("kitchen",), {"s": (1, -1, 0)}, "s", "s")
+        FloorPlan("bad", rooms, (), "a", "a", ("kitchen",), {"s": (1, -1, 0), "t": (2, -1, 0)}, "s", "s", "t")
+    with pytest.raises(ValueError, match="training episodes start where scored ones do"):
+        FloorPlan("bad", rooms, (), "a", "a", ("c",), {"s": (1, -1, 0)}, "s", "s", "s")
     with pytest.raises(ValueError, match="unknown floor plan 'castle' \\(office \\| wing \\| hall\\)"):
         floor_plan("castle")
-    plan = FloorPlan("ok", rooms, (Door(("a", "c"), 1.0, 2.0),), "a", "a", ("c",), {"s": (1, -1, 0)}, "s", "s")
+    plan = FloorPlan("ok", rooms, (Door(("a", "c"), 1.0, 2.0),), "a", "a", ("c",), {"s": (1, -1, 0), "t": (2, -1, 0)}, "s", "s", "t")
     assert plan.door_rect(plan.doors[0]) == (1.0, 2.0, 4.0, 5.0)
     assert plan.near_door(1.5, 3.5, 0.6) and not plan.near_door(3.5, 2.0, 0.6)
 
@@ -87,11 +89,12 @@ def test_the_nodes_refuse_an_unknown_plan_start_or_room(params, problem):
 
 
 @pytest.mark.parametrize("name", list(FLOOR_PLANS))
-def test_the_rendered_world_keeps_every_door_open_whatever_the_seed_places(name):
+def test_no_object_closes_a_door_whatever_the_seed_places(name):
     """Objects are placed at random in their rooms; none may close a door to the robot (its
     radius inflated on the true map), so every room stays reachable from the first start."""
     from embodied_memory.explore.planning import GridPaths, traversable
     from embodied_memory.sim.exploration import SimExplorationEnv, make_task, start_pose
+    from embodied_memory.sim.world import DOOR_CLEARANCE
     plan = floor_plan(name)
     for seed in range(6):
         start = start_pose(plan.first_start, name)
@@ -105,6 +108,31 @@ def test_the_rendered_world_keeps_every_door_open_whatever_the_seed_places(name)
                 inside = (x > x0) & (x < x1) & (-y > z0) & (-y < z1)
                 assert np.isfinite(paths.dist[inside]).mean() > 0.5, (name, seed, room)
             for kind, _, ent in env.world.objects:
-                assert not plan.near_door(ent.pos[0], ent.pos[2], ent.radius + 0.5), (name, seed, kind)
+                assert not plan.near_door(ent.pos[0], ent.pos[2], ent.radius + DOOR_CLEARANCE), (name, seed, kind)
         finally:
             env.close()
+
+
+@pytest.mark.parametrize("name", list(FLOOR_PLANS))
+def test_the_rendered_world_has_every_door_cut(name):
+    """Looking level through each door from 1.5 m before it, the camera sees into the next room
+    (depth beyond the door passage): MiniWorld cut the portal the plan names."""
+    import math
+
+    from embodied_memory.sim.exploration import SimExplorationEnv, make_task, start_pose
+    plan = floor_plan(name)
+    env = SimExplorationEnv(make_task(0, name), start_pose(plan.first_start, name), 64, 48)
+    try:
+        env.world.agent.cam_pitch = 0.0                       # level: the ray passes over objects and furniture
+        for door in plan.doors:
+            x0, x1, z0, z1 = plan.door_rect(door)
+            if plan.door_along_x(door):                       # rooms one above the other: look along +z
+                x, z, yaw, gap = (x0 + x1) / 2, z0 - 1.5, -math.pi / 2, z1 - z0
+            else:                                             # side by side: look along +x
+                x, z, yaw, gap = x0 - 1.5, (z0 + z1) / 2, 0.0, x1 - x0
+            env.teleport(x, -z, yaw)
+            depth = env.observe().depth
+            h, w = depth.shape
+            assert depth[h // 2, w // 2] > 1.5 + gap + 1.0, (name, door.rooms, float(depth[h // 2, w // 2]))
+    finally:
+        env.close()

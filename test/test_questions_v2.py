@@ -230,9 +230,12 @@ def _template_pattern(template: str) -> re.Pattern:
 def _guarded_texts() -> dict[str, str]:
     files = [REPO / "test" / name for name in ("test_rules_planner.py", "test_llm_planner.py", "test_people_questions.py",
                                                "test_time_expressions.py", "test_llm_question_types.py",
-                                               "test_episode_answer.py", "test_explore_sim.py")]
-    files += sorted(p for p in (REPO / "src" / "embodied_memory" / "agent").rglob("*") if p.is_file()
-                    and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo", ".so"))
+                                               "test_episode_answer.py", "test_explore_sim.py", "test_explore_rules.py",
+                                               "test_explore_node.py", "test_explore_policies.py",
+                                               "test_floor_plans.py", "test_region_memory.py")]
+    for planner in ("agent", "explore"):       # the query agent, and the explorer's instruction decomposition
+        files += sorted(p for p in (REPO / "src" / "embodied_memory" / planner).rglob("*") if p.is_file()
+                        and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo", ".so"))
     return {str(p.relative_to(REPO)): _normal(p.read_text(encoding="utf-8", errors="replace")) for p in files}
 
 

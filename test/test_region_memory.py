@@ -186,14 +186,30 @@ def test_the_agent_offers_the_regions_tool_only_where_the_memory_can_match_words
     assert [call.split("(")[0] for call in with_clip.trace] == ["regions"]
 
 
-def test_an_unknown_capability_answer_hides_nothing():
-    from embodied_memory.agent.tools import ToolBox
+def test_capabilities_are_cached_across_questions_and_an_unknown_answer_hides_nothing():
+    from embodied_memory.agent.tools import MemoryCapabilities, ToolBox
     from zoneinfo import ZoneInfo
 
-    class OlderMemory:
+    class Memory:
+        def __init__(self, answer):
+            self.answer, self.asked = answer, 0
+
         def call(self, tool, arguments):
-            raise RuntimeError(f"unknown tool {tool}")
-    assert "regions" in ToolBox(OlderMemory(), 3000.0, ZoneInfo("UTC")).names
+            self.asked += 1
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+    older = Memory(RuntimeError("unknown tool capabilities"))
+    assert "regions" in ToolBox(older, 3000.0, ZoneInfo("UTC")).names
+    cached = MemoryCapabilities(older)
+    assert cached.hidden() == frozenset() and cached.hidden() == frozenset() and older.asked == 3   # not cached
+    without_clip = Memory({"regions_by_words": False})
+    cached = MemoryCapabilities(without_clip)
+    boxes = [ToolBox(without_clip, 3000.0, ZoneInfo("UTC"), capabilities=cached) for _ in range(3)]
+    assert all("regions" not in box.names for box in boxes) and without_clip.asked == 1
+    expired = MemoryCapabilities(without_clip, ttl_s=0.0)
+    expired.hidden(), expired.hidden()
+    assert without_clip.asked == 3
 
 
 def test_sam_regions_take_the_explorers_3d_box_function():
@@ -214,3 +230,24 @@ def test_sam_regions_take_the_explorers_3d_box_function():
     assert seen == [200] and regions[0].box == (5.0, 10.0, 25.0, 20.0)
     assert regions[0].center_3d == (1.0, 2.0, 0.3) and regions[0].size_3d == (0.4, 0.4, 0.6)
 
+
+
+def test_a_picture_of_an_episode_without_regions_falls_back_to_its_descriptions():
+    """An earlier episode stored without regions (region_proposer none) is still recalled by the
+    target's words when the goal also gives a picture; with regions, the picture decides."""
+    from embodied_memory.explore.episodic_recall import EpisodicRecall
+
+    class Memory:
+        def __init__(self, regions):
+            self.regions = regions
+
+        def similar_regions(self, embedding, k=10, episode=None):
+            return self.regions
+
+        def text_observations(self, query, k=5, episode=None):
+            return [{"id": "A/3", "similarity": 0.8}, {"id": "A/4", "similarity": 0.2}]
+    recall = EpisodicRecall(Memory([]), verifier=None)
+    assert recall._target_matches("A", "rubber duck", _unit(1)) == ([{"id": "A/3", "similarity": 0.8}], "descriptions")
+    region = {"id": "A/5", "similarity": 0.9}
+    assert EpisodicRecall(Memory([region]), verifier=None)._target_matches("A", "rubber duck", _unit(1)) == (
+        [region], "regions like the picture")

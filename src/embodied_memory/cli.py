@@ -231,8 +231,8 @@ def cmd_demo(args) -> int:
 
 def cmd_explore_bench(args) -> int:
     from .explore.policies import POLICIES
-    from .sim.explore_benchmark import (ExploreBenchConfig, answerer_never_answered, main_summary, model_never_decided,
-                                       run_explore_benchmark)
+    from .sim.explore_benchmark import (ExploreBenchConfig, answerer_never_answered, judge_never_marked, main_summary,
+                                       model_never_decided, run_explore_benchmark)
     from .sim.floor_plans import FLOOR_PLANS
     try:
         seeds = tuple(dict.fromkeys(int(v) for v in args.seeds.split(",")))
@@ -255,6 +255,8 @@ def cmd_explore_bench(args) -> int:
         raise ConfigError("--policies mllm needs --llm-base-url (an OpenAI-compatible multimodal endpoint)")
     if args.rules_episodes and not args.llm_base_url:
         raise ConfigError("--rules-episodes needs --llm-base-url (the model that writes the rules)")
+    if args.judge_model and not args.judge_base_url:
+        raise ConfigError("--judge-model needs --judge-base-url (the judge's endpoint)")
     if args.answerer == "vlm" and not args.no_eqa and not args.llm_base_url:
         raise ConfigError("--answerer vlm needs --llm-base-url (an OpenAI-compatible vision-language endpoint)")
     results = run_explore_benchmark(ExploreBenchConfig(seeds=seeds, layouts=layouts, policies=policies,
@@ -270,6 +272,10 @@ def cmd_explore_bench(args) -> int:
     if model_never_decided(results):
         print("the model never decided (every mllm decision fell back to semantic): check --llm-base-url",
               file=sys.stderr)
+        return 1
+    if judge_never_marked(results):
+        print("the LLM-Match judge marked no answer (a dead or unusable endpoint): check --judge-base-url "
+              "(or --llm-base-url, which judges without it)", file=sys.stderr)
         return 1
     if answerer_never_answered(results):
         print("no question was answered (every answer was an error): check --llm-base-url for the vlm answerer",

@@ -36,7 +36,7 @@ from .llm_planner import LLMPlanner
 from .memory_reader import QUERY_CHARS
 from .rules_planner import RulesPlanner
 from .question_parser import parse_question
-from .tools import NAVIGATE, Cancelled, MemoryClient, NavigateFn, OutOfTime, QuestionHooks, ToolBox
+from .tools import NAVIGATE, Cancelled, MemoryCapabilities, MemoryClient, NavigateFn, OutOfTime, QuestionHooks, ToolBox
 
 log = logging.getLogger(__name__)
 PLANNERS = ("auto", "llm", "rules", "full_context")
@@ -82,6 +82,7 @@ class QueryAgent:
     def __init__(self, memory: MemoryClient, params: AgentParams = AgentParams(),
                  navigate: Optional[NavigateFn] = None, extra_planners: Optional[dict] = None):
         self.memory = memory
+        self.capabilities = MemoryCapabilities(memory)      # which tools the memory can serve, cached
         self.params = params
         self.tz = ZoneInfo(params.timezone)
         self.navigate = navigate
@@ -168,7 +169,7 @@ class QueryAgent:
             return Answer(status=STATUS_ERROR, planner=requested, error="empty question"), None
         budget = self.params.question_timeout() if timeout_s is None else timeout_s
         deadline = time.monotonic() + budget
-        tools = ToolBox(self.memory, now, self.tz, hooks, deadline=deadline)
+        tools = ToolBox(self.memory, now, self.tz, hooks, deadline=deadline, capabilities=self.capabilities)
         try:
             chosen = self._planner(requested)
             rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
@@ -193,7 +194,8 @@ class QueryAgent:
                          failed: ToolBox) -> tuple[Answer, ToolBox]:
         """A question the rules planner did not understand, asked of the llm planner; if that
         fails too, the rules planner's "not sure what you mean" stands (the reason noted)."""
-        tools = ToolBox(self.memory, now, self.tz, failed.hooks, deadline=failed.deadline)
+        tools = ToolBox(self.memory, now, self.tz, failed.hooks, deadline=failed.deadline,
+                        capabilities=self.capabilities)
         try:
             ans = LLMPlanner(self.client, self.params.function_call_limit).answer(
                 question, tools, self._rules(question), now_iso, self.params.timezone)
@@ -213,7 +215,7 @@ class QueryAgent:
                   failed: ToolBox) -> tuple[Answer, ToolBox]:
         """The rules planner's answer, noted; the tokens the model spent are kept in it."""
         log.warning("%s: answering with the rules planner", reason)
-        tools = ToolBox(self.memory, now, self.tz, failed.hooks)
+        tools = ToolBox(self.memory, now, self.tz, failed.hooks, capabilities=self.capabilities)
         try:
             ans = self._rules_planner().answer(question, tools, [], now_iso, self.params.timezone)
         except Cancelled as exc:

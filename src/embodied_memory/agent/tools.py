@@ -72,6 +72,31 @@ class RecordingClient:
         return self.inner.call(tool, arguments)
 
 
+class MemoryCapabilities:
+    """The views a memory cannot serve (``NEEDS``), from its ``capabilities`` tool: asked when
+    first needed and again after ``ttl_s`` (a memory restarted with CLIP); an unknown answer (an
+    older memory, a failed call) hides nothing and is asked again next time."""
+
+    def __init__(self, memory: MemoryClient, ttl_s: float = 60.0):
+        self.memory, self.ttl_s = memory, ttl_s
+        self._hidden: Optional[frozenset[str]] = None
+        self._at = 0.0
+
+    def hidden(self) -> frozenset[str]:
+        if self._hidden is not None and time.monotonic() - self._at < self.ttl_s:
+            return self._hidden
+        try:
+            capabilities = self.memory.call("capabilities", {})          # not part of a question's trace
+        except Exception as exc:  # noqa: BLE001 - the tools stay offered; a call explains itself
+            log.debug("memory capabilities unknown (%s): every tool offered", exc)
+            return frozenset()
+        if not isinstance(capabilities, dict):
+            return frozenset()
+        self._hidden = frozenset(view for view, need in NEEDS.items() if not capabilities.get(need))
+        self._at = time.monotonic()
+        return self._hidden
+
+
 class ToolError(Exception):
     """Returned to the model as the tool's result (it can correct its call)."""
 
@@ -140,6 +165,7 @@ class ToolBox:
     deadline: Optional[float] = None       # time.monotonic() by which the question must be answered
     tokens_in: int = 0                     # model tokens spent on the question (planners add theirs)
     tokens_out: int = 0
+    capabilities: Optional[MemoryCapabilities] = None   # what the memory can serve (cached across questions)
     _hidden: Optional[frozenset[str]] = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -174,16 +200,10 @@ class ToolBox:
 
     @property
     def hidden(self) -> frozenset[str]:
-        """Views this memory cannot serve (``NEEDS``: e.g. regions by words without CLIP), asked
-        of the memory once per question; unknown (an older memory, a failed call): none hidden."""
+        """Views this memory cannot serve (``NEEDS``: e.g. regions by words without CLIP), from
+        ``capabilities`` (the query agent's cache) or else asked of the memory once."""
         if self._hidden is None:
-            try:
-                capabilities = self.memory.inner.call("capabilities", {})     # not part of the question's trace
-            except Exception as exc:  # noqa: BLE001 - the tools stay offered; a call explains itself
-                log.debug("memory capabilities unknown (%s): every tool offered", exc)
-                capabilities = None
-            self._hidden = frozenset() if not isinstance(capabilities, dict) else frozenset(
-                view for view, need in NEEDS.items() if not capabilities.get(need))
+            self._hidden = (self.capabilities or MemoryCapabilities(self.memory.inner)).hidden()
         return self._hidden
 
     def specs(self) -> list[dict]:

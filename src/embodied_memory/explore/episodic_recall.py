@@ -119,15 +119,19 @@ class EpisodicRecall:
         self.top_k, self.target_threshold, self.max_verifications = top_k, target_threshold, max_verifications
         self.region_threshold = region_threshold
 
-    def _target_matches(self, episode: str, target: str, target_vector: Optional[np.ndarray]) -> list[dict]:
-        """The recalled episode's evidence of the target: its regions nearest the target's image
-        embedding when there is one (HIMM's region query), else its descriptions nearest the words."""
+    def _target_matches(self, episode: str, target: str,
+                        target_vector: Optional[np.ndarray]) -> tuple[list[dict], str]:
+        """The recalled episode's evidence of the target and how it was found: its regions nearest
+        the target's image embedding when there is one and the episode stored regions (HIMM's
+        region query), else its descriptions nearest the words."""
         if target_vector is not None:     # crops of other things score near the target's: only the best few
             hits = self.store.similar_regions(target_vector, k=self.top_k, episode=episode)
-            best = hits[0]["similarity"] if hits else 0.0
-            return [h for h in hits if h["similarity"] >= max(self.region_threshold, best - REGION_MARGIN)]
+            if hits:
+                best = hits[0]["similarity"]
+                return [h for h in hits if h["similarity"] >= max(self.region_threshold, best - REGION_MARGIN)], \
+                    "regions like the picture"
         return [h for h in self.store.text_observations(target, k=self.top_k, episode=episode)
-                if h["similarity"] >= self.target_threshold]
+                if h["similarity"] >= self.target_threshold], "descriptions"
 
     def recall(self, views: Sequence[tuple[np.ndarray, np.ndarray]], target: str, episode_id: str,
                target_vector: Optional[np.ndarray] = None) -> RecallResult:
@@ -153,8 +157,9 @@ class EpisodicRecall:
             return RecallResult(True, retrieved=len(best), reason="no retrieved observation verified as a nearby place")
         votes: dict[str, int] = {}
         matches: dict[str, list[dict]] = {}
+        found_by: dict[str, str] = {}
         for episode in verified_episodes:
-            hits = self._target_matches(episode, target, target_vector)
+            hits, found_by[episode] = self._target_matches(episode, target, target_vector)
             votes[episode], matches[episode] = len(hits), hits
         prior = max(votes, key=lambda e: (votes[e], verified_episodes[e]))
         if votes[prior] == 0:
@@ -162,6 +167,5 @@ class EpisodicRecall:
                                 reason=f"verified episodes never saw {target!r}")
         landmarks = [(h["position"][0], h["position"][1], h["yaw"]) for h in matches[prior]
                      if h.get("position") is not None]          # not those stored without a pose
-        by = "regions like the picture" if target_vector is not None else "descriptions"
         return RecallResult(False, prior, landmarks, len(best), sum(verified_episodes.values()), votes,
-                            f"episode {prior} saw {target!r} {votes[prior]} times (by {by})")
+                            f"episode {prior} saw {target!r} {votes[prior]} times (by {found_by[prior]})")

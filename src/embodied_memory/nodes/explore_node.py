@@ -64,6 +64,10 @@ def episode_id_at(prefix: str, t: float) -> str:
     return f"{prefix}-{stamp.strftime('%Y%m%dT%H%M%S')}-{stamp.microsecond // 1000:03d}"
 
 
+TARGET_IMAGE_MAX_BYTES = 8 * 1024 * 1024    # a goal's picture: larger compressed images are refused
+TARGET_IMAGE_SIDE = 1024                    # ... and it is used at most this many pixels a side
+
+
 class ExploreNode(Node):
     def __init__(self, **kwargs):
         super().__init__("explore", **node_options(kwargs))
@@ -182,6 +186,12 @@ class ExploreNode(Node):
     def _run_goal(self, goal_handle):
         g = goal_handle.request
         target = g.target_description.strip()
+        try:                                      # before anything moves or is stored
+            picture = self._target_image(g.target_image, g.use_episodic_memory)
+        except ValueError as exc:                 # a malformed goal: an error answer, the node goes on
+            self.get_logger().warning(f"Explore goal aborted: {exc}")
+            goal_handle.abort()
+            return Explore.Result(success=False, message=str(exc))
         self._ready_answer = None
         episode_id = episode_id_at(self.params.episode_prefix, now_s(self))
         if episode_id == self._last_episode:    # a clock that stands still (a replay that ended)
@@ -194,12 +204,6 @@ class ExploreNode(Node):
         if self.params.environment == "sim" and self.params.sim_restart_each_goal:
             from ..sim.exploration import start_pose
             self._worker.submit(self.env.teleport, *start_pose(self.params.sim_start, self.params.sim_layout)).result()
-        try:
-            picture = self._target_image(g.target_image)
-        except ValueError as exc:                 # a malformed goal: an error answer, the node goes on
-            self.get_logger().warning(f"Explore goal aborted: {exc}")
-            goal_handle.abort()
-            return Explore.Result(success=False, message=str(exc))
         try:
             result = self._worker.submit(explorer.run, target, episode_id, g.question.strip(),
                                          target_image=picture).result()
@@ -227,16 +231,26 @@ class ExploreNode(Node):
             goal_handle.abort()
         return out
 
-    def _target_image(self, msg) -> Optional[np.ndarray]:
-        """The goal's picture of the target (GOAT-Bench's image goal), decoded; None without one."""
+    def _target_image(self, msg, use_recall: bool) -> Optional[np.ndarray]:
+        """The goal's picture of the target (a recall hint, as GOAT-Bench's image goals), decoded
+        and at most ``TARGET_IMAGE_SIDE`` pixels a side; None without one."""
         if not msg.data:
             return None
+        if len(msg.data) > TARGET_IMAGE_MAX_BYTES:
+            raise ValueError(f"target_image: {len(msg.data)} bytes, more than {TARGET_IMAGE_MAX_BYTES}")
         image = cv2.imdecode(np.frombuffer(bytes(msg.data), np.uint8), cv2.IMREAD_COLOR)
         if image is None:
             raise ValueError(f"target_image: {len(msg.data)} bytes that are not an image (format {msg.format!r})")
-        if self.regions is None:
-            self.get_logger().warning("a target_image goal with region_proposer 'none': no regions are stored "
-                                      "to recall it by; set region_proposer (segments | sam)")
+        scale = TARGET_IMAGE_SIDE / max(image.shape[:2])
+        if scale < 1:
+            image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        if not use_recall:
+            self.get_logger().warning("target_image unused: it is matched against earlier episodes, and this goal "
+                                      "has use_episodic_memory false")
+        elif self.regions is None:
+            self.get_logger().warning("target_image with region_proposer 'none': earlier episodes are recalled by "
+                                      "their descriptions of target_description; set region_proposer (segments | "
+                                      "sam) to store regions the picture can match")
         return image
 
     def _ask_agent(self, question: str):

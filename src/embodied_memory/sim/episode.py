@@ -231,7 +231,7 @@ def _visible(robot: tuple[float, float, float], target: tuple[float, float], max
     return min_dist < dist < max_dist and off < HALF_HFOV and _line_of_sight((x, z), target)
 
 
-GENERATOR_MODULES = ("world.py", "episode.py", "building.py", "schedules.py", "building_episode.py")
+GENERATOR_MODULES = ("world.py", "floor_plans.py", "episode.py", "building.py", "schedules.py", "building_episode.py")
 
 
 def generator_sources_hash() -> str:

@@ -69,13 +69,13 @@ def eqa_phrasings(phrasing_set: str = "evaluation") -> dict[str, tuple[str, ...]
     return out
 
 
-def make_question(task: SimTask, kind: str, phrasing_set: str = "dev") -> EqaQuestion:
-    """The task's question of ``kind``. The template is the set's ((seed + the plan's index) %
-    its count); for yes/no, whether the room named is the true one ((seed // 4 + seed) % 2 == 0)
-    varies with the seed: of the yes/no seeds 10-19 (10, 11, 14, 15, 18, 19) half are yes on
-    every plan."""
+def make_question(task: SimTask, kind: str, phrasing_set: str) -> EqaQuestion:
+    """The task's question of ``kind``. The template is the set's ((seed // 4 + the plan's index)
+    % its count): seeds 4k..4k+3 share one. For yes/no, whether the room named is the true one
+    ((seed // 4 + seed) % 2 == 0) splits each such pair of yes/no seeds (10-11, 14-15, 18-19) into
+    a yes and a no, so on every plan each template is asked both ways as often."""
     templates = eqa_phrasings(phrasing_set)[kind]
-    phrasing = templates[(task.seed + list(FLOOR_PLANS).index(task.layout)) % len(templates)]
+    phrasing = templates[(task.seed // 4 + list(FLOOR_PLANS).index(task.layout)) % len(templates)]
     if kind == "location":
         return EqaQuestion(kind, phrasing.format(target=task.target), task.target_room)
     others = [r for r in task.plan.target_rooms if r != task.target_room]
@@ -84,7 +84,7 @@ def make_question(task: SimTask, kind: str, phrasing_set: str = "dev") -> EqaQue
                        "yes" if room == task.target_room else "no", room)
 
 
-def question_for(task: SimTask, phrasing_set: str = "evaluation") -> EqaQuestion:
+def question_for(task: SimTask, phrasing_set: str) -> EqaQuestion:
     """One question per task: location and yes/no alternate by pairs of seeds."""
     return make_question(task, EQA_KINDS[(task.seed // 2) % 2], phrasing_set)
 

@@ -148,7 +148,8 @@ class _Run:
         match = llm_match(self.judge, question, answer) if self.judge is not None else None
         return {"question": question.text, "question_kind": question.kind, "true_answer": question.answer,
                 "answer": answer.text if answer.status == "ok" else f"({answer.status}: {answer.error[:120]})",
-                "answer_evidence": answer.evidence[:5], "truth_match": truth,
+                "answer_place": answer.waypoint, "answer_evidence": answer.evidence[:5], "truth_match": truth,
+                "judged": self.judge is not None,
                 "truth_match_spl": round(truth * spl_value, 3), "llm_match": match,
                 "llm_match_spl": None if match is None else round(match * spl_value, 3),
                 "answer_tokens": answer.tokens_in + answer.tokens_out}
@@ -233,7 +234,8 @@ def run_explore_benchmark(cfg: ExploreBenchConfig, out_dir: Path, progress: bool
     bank, training = _RuleBank(), []
     if cfg.rules_episodes > 0:
         from .rule_training import RuleTrainingConfig, learn_rules
-        training = learn_rules(RuleTrainingConfig(episodes=cfg.rules_episodes, width=cfg.width, height=cfg.height),
+        training = learn_rules(RuleTrainingConfig(episodes=cfg.rules_episodes, layouts=cfg.layouts, width=cfg.width,
+                                                  height=cfg.height),
                                bank, client, text_embedder, progress=progress)
     memories = [(False, False), (True, False)] + ([(False, True), (True, True)] if bank.rules else [])
     rows: list[dict] = []
@@ -373,9 +375,17 @@ def by_layout(rows: list[dict]) -> dict:
     return out
 
 
+def judged_count(rows: list[dict]) -> str:
+    judged = [r for r in rows if r.get("judged")]
+    marked = sum(r.get("llm_match") is not None for r in judged)
+    return f" The judge marked {marked} of {len(judged)} answers." if judged else ""
+
+
 def judge_note(config: dict) -> str:
     """Who judged LLM-Match: a separate endpoint, or the endpoint that also answered (a bias)."""
-    if config.get("judge_base_url"):
+    same = (config.get("judge_base_url"), config.get("judge_model")) == (config.get("llm_base_url"),
+                                                                         config.get("llm_model"))
+    if config.get("judge_base_url") and not same:
         return f" Judge: {config.get('judge_model') or 'the model'} at {config['judge_base_url']}."
     if config.get("llm_base_url"):
         return (f" Judge: the answering endpoint itself ({config.get('llm_model') or 'its model'} at "
@@ -419,6 +429,7 @@ def report(results: dict) -> str:
                   "know'; a 'no' only with evidence); LLM-Match is OpenEQA's judge ((mark - 1) / 4, with an "
                   "endpoint only; '-' also when the judge gave no mark); x SPL weighs each episode's score by "
                   "its SPL (HIMM's LLM-Match x SPL)." + judge_note(results["config"])
+                  + judged_count(results["episodes"])
                   + (f" On the yes/no questions, answering always yes would score {floor['always_yes']:.2f}, "
                      f"always no {floor['always_no']:.2f}." if floor else ""),
                   "", "By question (right / asked): " + ", ".join(
@@ -439,7 +450,8 @@ def report(results: dict) -> str:
     lines += ["", "| layout | seed | policy | scenario | recall | target | room | success | path | shortest | SPL | "
               "I_explore | question | answer | right |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["episodes"]:
-        answer = " ".join(str(r.get("answer", "")).split()).replace("|", "/")[:90]
+        answer = " ".join(str(r.get("answer", "")).split()).replace("|", "/")[:90] + (
+            f" [place: {r['answer_place']}]" if r.get("answer_place") else "")
         lines.append(f"| {r['layout']} | {r['seed']} | {r['policy']} | {r['scenario']} | {r['recall']} | {r['target']} | "
                      f"{r['room']} | {r['success']} | {r['path_m']} | {r['shortest_m']} | {r['spl']} | "
                      f"{r['i_explore']} | {r.get('question', '')} | {answer} | {r.get('truth_match', '')} |")
@@ -449,6 +461,13 @@ def report(results: dict) -> str:
     lines += ["", "![success, SPL and EQA per policy and memory](explore.png)", "",
               f"Total time: {results['seconds']} s"]
     return "\n".join(lines) + "\n"
+
+
+def judge_never_marked(results: dict) -> bool:
+    """A judge was asked and gave no usable mark for any answer (a dead or unusable endpoint):
+    the LLM-Match columns are empty for the endpoint's sake, not the robot's."""
+    judged = [r for r in results["episodes"] if r.get("judged")]
+    return bool(judged) and all(r.get("llm_match") is None for r in judged)
 
 
 def answerer_never_answered(results: dict) -> bool:

@@ -11,6 +11,9 @@ Three layouts, so an exploration figure is not one building's:
 * ``wing``: four rooms off a north-south corridor, two on each side, the lobby at its south end;
 * ``hall``: no corridor: an open lobby hall with the rooms opening straight onto it, and a
   storage room south of it where second visits start.
+
+Compass words follow MiniWorld's floor (north = +z, i.e. map -y): ``corridor_north`` is at the
+corridor's +z end.
 """
 from __future__ import annotations
 
@@ -37,8 +40,9 @@ class FloorPlan:
     entrance: str                             # where first visits start (and a distractor's room)
     target_rooms: tuple[str, ...]             # where a task's target is hidden
     starts: dict[str, tuple[float, float, float]]   # name -> map-frame (x, y, yaw)
-    first_start: str
-    second_start: str
+    first_start: str                          # the benchmark's first visits start here
+    second_start: str                         # ... and its second visits here
+    training_start: str                       # learn-rules' training episodes: a start no scored episode uses
     furnished: tuple[str, ...] = ()           # rooms with a desk and a chair
     marble: tuple[str, ...] = ("kitchen",)    # rooms with a marble floor (the others tiles)
 
@@ -48,7 +52,9 @@ class FloorPlan:
                 raise ValueError(f"floor plan {self.name}: unknown room {name!r}")
         for door in self.doors:
             self.door_rect(door)                  # raises for rooms that do not face each other
-        for start in (self.first_start, self.second_start):
+        if self.training_start in (self.first_start, self.second_start):
+            raise ValueError(f"floor plan {self.name}: training episodes start where scored ones do")
+        for start in (self.first_start, self.second_start, self.training_start):
             if start not in self.starts:
                 raise ValueError(f"floor plan {self.name}: unknown start {start!r}")
 
@@ -113,7 +119,8 @@ OFFICE = FloorPlan(
     hub="corridor", entrance="lobby", target_rooms=("kitchen", "office", "meeting_room"),
     starts={"lobby": _start(_OFFICE_ROOMS, "lobby", math.pi / 2), "corridor_west": (-8.0, 0.5, 0.0),
             "corridor_east": (8.5, 0.5, math.pi), "corridor_centre": (0.25, 0.5, 0.0)},
-    first_start="lobby", second_start="corridor_west", furnished=("office", "meeting_room"))
+    first_start="lobby", second_start="corridor_west", training_start="corridor_east",
+    furnished=("office", "meeting_room"))
 
 _WING_ROOMS = {
     "kitchen": (-7.0, -2.0, 4.0, 10.0),
@@ -129,8 +136,10 @@ WING = FloorPlan(
      Door(("meeting_room", "corridor"), -2.0, -0.5), Door(("corridor", "lab"), 0.0, 1.5),
      Door(("lobby", "corridor"), -0.75, 0.75)),
     hub="corridor", entrance="lobby", target_rooms=("kitchen", "office", "meeting_room", "lab"),
-    starts={"lobby": _start(_WING_ROOMS, "lobby", -math.pi / 2), "corridor_north": (0.0, -9.0, math.pi / 2)},
-    first_start="lobby", second_start="corridor_north", furnished=("office", "meeting_room", "lab"))
+    starts={"lobby": _start(_WING_ROOMS, "lobby", -math.pi / 2), "corridor_north": (0.0, -9.0, math.pi / 2),
+            "corridor_centre": (0.0, -2.0, -math.pi / 2)},
+    first_start="lobby", second_start="corridor_north", training_start="corridor_centre",
+    furnished=("office", "meeting_room", "lab"))
 
 _HALL_ROOMS = {
     "lobby": (-4.0, 4.0, -3.0, 3.0),
@@ -144,8 +153,9 @@ HALL = FloorPlan(
     (Door(("lobby", "kitchen"), -3.5, -2.0), Door(("lobby", "office"), 1.5, 3.0),
      Door(("meeting_room", "lobby"), -0.75, 0.75), Door(("storage_room", "lobby"), -0.75, 0.75)),
     hub="lobby", entrance="lobby", target_rooms=("kitchen", "office", "meeting_room"),
-    starts={"lobby": _start(_HALL_ROOMS, "lobby", 0.0), "storage_room": _start(_HALL_ROOMS, "storage_room", -math.pi / 2)},
-    first_start="lobby", second_start="storage_room", furnished=("office", "meeting_room"))
+    starts={"lobby": _start(_HALL_ROOMS, "lobby", 0.0), "storage_room": _start(_HALL_ROOMS, "storage_room", -math.pi / 2),
+            "meeting_room": _start(_HALL_ROOMS, "meeting_room", 0.0)},
+    first_start="lobby", second_start="storage_room", training_start="meeting_room", furnished=("office", "meeting_room"))
 
 FLOOR_PLANS: dict[str, FloorPlan] = {p.name: p for p in (OFFICE, WING, HALL)}
 ALL_ROOMS: tuple[str, ...] = tuple(dict.fromkeys(r for p in FLOOR_PLANS.values() for r in p.rooms))

@@ -2,7 +2,8 @@
 the work behind ``embodied-memory learn-rules``.
 
 Each training episode explores a world the benchmark never uses (seeds from ``first_seed``,
-100 by default; ``explore-bench`` reports seeds 0-19), logs its steps, builds the reference
+100 by default; ``explore-bench`` reports seeds 0-19; the floor plans are the benchmark's, cycled,
+but each from its ``training_start``, where no scored episode starts), logs its steps, builds the reference
 trajectory (the shortest path to the target on the full map), detects the decision deviations
 and has the LLM turn log + pseudocode + deviations into rules (``explore.rule_extraction``),
 stored with MiniLM keys in the memory given. Training may use the simulator's truth: the
@@ -32,7 +33,8 @@ class RuleTrainingConfig:
     episodes: int = 5
     first_seed: int = TRAINING_FIRST_SEED
     layouts: tuple[str, ...] = tuple(FLOOR_PLANS)    # episode k runs on layouts[k % len(layouts)]
-    start: str = ""                  # a start of every layout ("": each floor plan's second_start)
+    start: str = ""                  # a start of every layout ("": each floor plan's training_start, where no
+                                     # scored episode starts)
     policy: str = "semantic"         # the policy whose mistakes the rules should correct
     width: int = 320
     height: int = 240
@@ -62,7 +64,7 @@ def learn_rules(cfg: RuleTrainingConfig, store, client, text_embedder=None, prog
     for k in range(cfg.episodes):
         seed = cfg.first_seed + k
         task = make_task(seed, cfg.layouts[k % len(cfg.layouts)])
-        start = start_pose(cfg.start or task.plan.second_start, task.layout)
+        start = start_pose(cfg.start or task.plan.training_start, task.layout)
         env = SimExplorationEnv(task, start, cfg.width, cfg.height)
         try:
             policy = make_policy(PolicyConfig(cfg.policy), text_embedder)

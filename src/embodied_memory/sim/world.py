@@ -197,9 +197,13 @@ class OfficeWorld(MiniWorldEnv):
             size = self._object_size
             ent = Box(color=colour, size=size) if kind == "box" else MeshEnt(mesh_name=kind, height=size, static=False)
             self.place_entity(ent, min_x=x0 + 0.8, max_x=x1 - 0.8, min_z=z0 + 0.8, max_z=z1 - 0.8)
-            while plan.near_door(ent.pos[0], ent.pos[2], ent.radius + DOOR_CLEARANCE):   # it would close the door
-                self.entities.remove(ent)
+            for _ in range(100):
+                if not plan.near_door(ent.pos[0], ent.pos[2], ent.radius + DOOR_CLEARANCE):
+                    break
+                self.entities.remove(ent)                  # it would close a door: elsewhere in its room
                 self.place_entity(ent, min_x=x0 + 0.8, max_x=x1 - 0.8, min_z=z0 + 0.8, max_z=z1 - 0.8)
+            else:
+                raise RuntimeError(f"floor plan {plan.name}: no place in the {room} clear of its doors")
             self.objects.append((kind, colour, ent))
         self.people = []
         shirts = [(40, 40, 200), (200, 80, 40), (40, 160, 40), (150, 60, 150), (30, 140, 200)]
