@@ -171,7 +171,17 @@ class OfficeWorld(MiniWorldEnv):
         self._tex_dir = Path(self._tex_tmp.name)
         self.people: list[SimPerson] = []
         self.objects: list[tuple[str, str, Entity]] = []
-        super().__init__(obs_width=width, obs_height=height, max_episode_steps=10 ** 9)
+        # window_*: MiniWorld's human view, never shown here; its 16x multisampled framebuffer is
+        # the bulk of what each world holds on the GPU side (MiniWorld's close does not free it)
+        super().__init__(obs_width=width, obs_height=height, max_episode_steps=10 ** 9, window_width=16,
+                         window_height=16)
+
+    def close(self):
+        super().close()
+        window, self.shadow_window = getattr(self, "shadow_window", None), None
+        if window is not None:        # MiniWorld's close leaves its hidden GL window open
+            window.close()
+        self._tex_tmp.cleanup()
 
     def _gen_world(self):
         plan = self.plan
