@@ -316,6 +316,7 @@ class ExploreNodeParams:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be > 0")
 
+
 def check_sim_world(layout: str, target_room: str, start: str = "") -> None:
     """The simulated office's floor plan, target room and start exist (sim.floor_plans)."""
     from .sim.floor_plans import FLOOR_PLANS       # the simulator's own facts (plain Python, no rendering)

@@ -21,23 +21,20 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import string
 from dataclasses import dataclass
-from importlib import resources
 from typing import Optional
-
-import yaml
 
 from ..agent.answer import Answer, extract_json_objects
 from ..llm.chat_client import LLMError
 from .exploration import SimTask
 from .floor_plans import ALL_ROOMS, FLOOR_PLANS
+from .questions_v2 import phrasing_file, template_slots
 
 log = logging.getLogger(__name__)
 
 EQA_KINDS = ("location", "yes_no")
 EQA_PHRASING_SETS = ("dev", "evaluation")
-_SLOTS = {"location": {"target"}, "yes_no": {"target", "room"}}
+_SLOTS = {"location": frozenset({"target"}), "yes_no": frozenset({"target", "room"})}
 
 
 @dataclass(frozen=True)
@@ -57,14 +54,14 @@ def eqa_phrasings(phrasing_set: str = "evaluation") -> dict[str, tuple[str, ...]
     """{kind: templates} of an EQA phrasing set (``sim/phrasings/eqa_<set>.yaml``), slots checked."""
     if phrasing_set not in EQA_PHRASING_SETS:
         raise ValueError(f"EQA phrasing set: unknown {phrasing_set!r} ({' | '.join(EQA_PHRASING_SETS)})")
-    name = f"eqa_{phrasing_set}.yaml"
-    data = yaml.safe_load((resources.files("embodied_memory.sim") / "phrasings" / name).read_text(encoding="utf-8"))
+    name = f"eqa_{phrasing_set}"
+    data = phrasing_file(name)
     out = {}
     for kind in EQA_KINDS:
         templates = tuple(data.get(kind) or ())
-        bad = [t for t in templates if {f for _, f, _, _ in string.Formatter().parse(t) if f} != _SLOTS[kind]]
+        bad = [t for t in templates if template_slots(t) != _SLOTS[kind]]
         if not templates or bad:
-            raise ValueError(f"{name} {kind}: templates with the slots {sorted(_SLOTS[kind])} expected ({bad})")
+            raise ValueError(f"{name}.yaml {kind}: templates with the slots {sorted(_SLOTS[kind])} expected ({bad})")
         out[kind] = templates
     return out
 

@@ -76,7 +76,7 @@ class FloorPlan:
     def door_rect(self, door: Door) -> Rect:
         """The passage's free rectangle, between the two rooms' facing walls."""
         a, b = (self.rooms[r] for r in door.rooms)
-        if a[3] <= b[2] or b[3] <= a[2]:                     # one above the other: the door runs along x
+        if self.door_along_x(door):                          # one above the other
             lo_z, hi_z = (a[3], b[2]) if a[3] <= b[2] else (b[3], a[2])
             return door.lo, door.hi, lo_z, hi_z
         if a[1] <= b[0] or b[1] <= a[0]:                     # side by side: the door runs along z
@@ -85,6 +85,7 @@ class FloorPlan:
         raise ValueError(f"floor plan {self.name}: rooms {door.rooms} overlap")
 
     def door_along_x(self, door: Door) -> bool:
+        """The door's rooms lie one above the other (in z), so it runs along x."""
         a, b = (self.rooms[r] for r in door.rooms)
         return a[3] <= b[2] or b[3] <= a[2]
 

@@ -115,12 +115,17 @@ def template_slots(template: str) -> frozenset:
     return frozenset(f for _, f, _, _ in string.Formatter().parse(template) if f)
 
 
+def phrasing_file(name: str) -> dict:
+    """A file of ``sim/phrasings`` (``name``.yaml): templates by question kind."""
+    return yaml.safe_load((resources.files("embodied_memory.sim") / "phrasings" / f"{name}.yaml")
+                          .read_text(encoding="utf-8"))
+
+
 @functools.lru_cache(maxsize=None)
 def _load(phrasing_set: str) -> dict[str, tuple[str, ...]]:
     if phrasing_set not in PHRASING_SETS:
         raise ValueError(f"phrasing set: unknown {phrasing_set!r} ({', '.join(PHRASING_SETS)})")
-    text = (resources.files("embodied_memory.sim") / "phrasings" / f"{phrasing_set}.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = phrasing_file(phrasing_set)
     out = {}
     for kind, allowed in SLOTS.items():
         templates = data.get(kind) or []
