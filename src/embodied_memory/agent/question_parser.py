@@ -38,14 +38,15 @@ _KIND_PATTERNS = [
     ("how_many", r"^how many\b"),
     ("who", r"^(who|whom|which (person|people|persons))\b"),
     ("where", r"^(where|which (room|place|waypoint|area)|in which (room|place)|what (room|place|area))\b"
-              r"|^((can|could|would|will) you (please )?)?(take|bring|guide|lead|drive|navigate|find|show|get)"
+              r"|^((can|could|would|will) you (please )?)?(take|bring|guide|lead|drive|navigate|find|show|get|tell)"
               r"( me)? (to|somewhere|a place|the way|where)\b"),
-    ("yes_no", r"^(is|are|was|were|did|do|does|have|has|had|can|could|will|would)\b"),
+    ("yes_no", r"^(is|are|was|were|did|do|does|have|has|had|can|could|will|would|any)\b"
+               r"|^((can|could) you |please )*(tell me|let me know|check|find out|see) (whether|if)\b"),
     ("what", r"^(what|which|describe|tell)\b"),
     ("how_long", r"\bhow long\b(?!.*\bago\b)"),
     ("when", r"\bwhen\b"),
     ("who", r"\bwho\b"),
-    ("where", r"\bwhere\b"),
+    ("where", r"\bwhere\b|\b(which|what) (room|place|area)\b"),
 ]
 
 _STOP = STOP_WORDS
@@ -107,6 +108,9 @@ def parse_question(question: str, now: float, tz: ZoneInfo, people: list[dict], 
     if not unknown_place:
         unknown_place = _unknown_place(fq, kind, places, bool(persons or unknown_person or about_people),
                                        frozenset(w for name in people_names for w in name.split()))
+    if unknown_place:                 # "is the red box in the lobby?": the lobby is where, not what
+        place_words = set(_words(unknown_place))
+        target_words = [w for w in target_words if w not in place_words]
     parsed = ParsedQuestion(text=question, kind=kind, target=" ".join(target_words),
                             person=persons[0].value if persons else "",
                             person2=persons[1].value if len(persons) > 1 else "",
@@ -252,12 +256,19 @@ _PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone
 
 def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time_words: list[str]) -> list[str]:
     """The words left when stop words, names, the place and time phrases are taken out."""
-    removed = set(_STOP)
+    removed = set(_STOP) | _FRAME_WORDS
     for phrase in [m.text for m in persons] + ([place.text] if place else []) + time_words:
         removed.update(_words(phrase))
     words = _words(q)
-    return [w for i, w in enumerate(words) if (w not in removed and not w.isdigit())
-            or words[i:i + 2] in _STOP_WORD_COMPOUNDS]
+    # "where's", "i'm": a contraction of a stop word is one too
+    return [w for i, w in enumerate(words) if (w not in removed and w.split("'")[0] not in removed
+                                               and not w.isdigit()) or words[i:i + 2] in _STOP_WORD_COMPOUNDS]
+
+
+# words that frame a question about a thing without naming it ("does the kitchen contain ...",
+# "tell me whether ...", "is it true that ...", "somewhere in the lab")
+_FRAME_WORDS = frozenset({"whether", "if", "true", "somewhere", "contain", "contains", "containing", "hold",
+                          "holds", "stored", "kept", "sits", "sitting", "lying", "standing", "placed"})
 
 
 # things whose name starts with a stop word ("the first aid kit" is no first sighting of an "aid kit")
@@ -384,13 +395,14 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
     words = _words(q)
     for i, word in enumerate(words):
         if word not in ("in", "inside", "into", "within", "at", "to") and not (
-                word == "of" and i and words[i - 1] in _BESIDE):
-            continue
+                word == "of" and i and words[i - 1] in _BESIDE) and not (i == 0 and word in ("does", "did")):
+            continue                                   # "does the lobby have ...": a place asked about too
         j = i + 1
         det = words[j] if j < len(words) and words[j] in _DETERMINERS else ""
         j += bool(det)
         phrase: list[str] = []
-        while j < len(words) and (words[j] not in _STOP or words[j] in _PLACE_NOUNS) and not words[j].isdigit():
+        while (j < len(words) and (words[j] not in _STOP or words[j] in _PLACE_NOUNS) and not words[j].isdigit()
+               and words[j] not in _FRAME_WORDS):
             phrase.append(words[j])
             j += 1
         while phrase and phrase[-1] in _AFTER_PLACE:   # "in a room together"

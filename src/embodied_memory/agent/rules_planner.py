@@ -27,10 +27,29 @@ from .visits import observed_minutes, split_visits
 NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same thing
 SAME_THING = 0.12  # below the match in the room, still the same thing seen again (MiniLM, "red box": the same box
                    # described from elsewhere 0.51-0.57, a blue box 0.34)
-_THE_THING = re.compile(r"\s*is (the|my|our|your)\b", re.IGNORECASE)    # "is the box in ...": one thing, now
+NOT_SEEN_EVIDENCE = 5  # views of a place that ground a "not there" (the latest)
+_PAST = re.compile(r"^\W*(was|were|did|had|have|has)\b|\bused to\b", re.IGNORECASE)
+
+
+def _one_thing_now(p: ParsedQuestion) -> bool:
+    """The question asks where one thing is now: "is the box in ...", "can the box be found in
+    ...", "does the kitchen have my mug"; not "is there a box ..." (one of several may be
+    anywhere) nor the past ("was the box ...", "did you see the box ...")."""
+    first = p.target.split()[0] if p.target.split() else ""
+    return bool(first) and not p.start and not _PAST.search(p.text) and re.search(
+        rf"\b(the|my|our|your)\s+{re.escape(first)}\b", p.text, re.IGNORECASE) is not None
 
 
 _GENERIC = {"", "objects", "object", "things", "anything", "everything", "what"}
+
+
+def _names(row: dict, phrase: str) -> bool:
+    """The row's description has every word of ``phrase`` ("blue box" in "a blue box on a shelf";
+    a plural "boxes" names a "box")."""
+    words = set(re.findall(r"[a-z0-9]+", (row.get("description") or "").lower()))
+    words |= {w[:-2] if w.endswith("es") else w[:-1] for w in words if w.endswith("s")}
+    wanted = re.findall(r"[a-z0-9]+", phrase.lower())
+    return bool(wanted) and all(w in words for w in wanted)
 
 
 def _position(row: dict):
@@ -226,27 +245,61 @@ class RulesPlanner:
         if (p.person and (not p.target or p.about_people)) or (p.about_people and p.place and not p.target.strip()):
             return self._people_answers(tools).was_in(p)
         rows = self._matches(tools, p)
-        found = bool(rows)
-        moved = self._seen_since_elsewhere(p, tools, rows) if found else None
-        if moved is not None:
-            return moved
-        ans = Answer(type="binary", binary="yes" if found else "no", confidence=0.7 if found else 0.5)
-        if found:
+        about_a_thing_in_a_place = bool(p.place and p.target.strip() not in _GENERIC)
+        everywhere = self._matches(tools, replace(p, place=""), margin=1.0) if about_a_thing_in_a_place else []
+        if rows and everywhere and not any(_names(r, p.target) for r in rows) and \
+                max(r["similarity"] for r in rows) < everywhere[0]["similarity"] - SAME_THING:
+            rows = []          # the place holds something only like it: "a red box" for "a blue box"
+        if rows:
+            moved = self._seen_since_elsewhere(p, tools, rows, everywhere)
+            if moved is not None:
+                return moved
             row = max(rows, key=lambda r: r["t"])
-            ans.text = f"Yes, last {_place(row)} at {self._hhmm(row['t'], tools)}."
-            ans.position, ans.waypoint = _position(row), row.get("waypoint", "")
-        else:
-            ans.text = "No, I have no such observation."
-        return self._evidence(ans, rows)
+            ans = Answer(type="binary", binary="yes", confidence=0.7, position=_position(row),
+                         waypoint=row.get("waypoint", ""),
+                         text=f"Yes, last {_place(row)} at {self._hhmm(row['t'], tools)}.")
+            return self._evidence(ans, rows)
+        if about_a_thing_in_a_place:
+            same = [r for r in everywhere if r.get("waypoint") != p.place
+                    and r["similarity"] >= everywhere[0]["similarity"] - SAME_THING]
+            looked = self._not_seen_in(p, tools, same)
+            if looked is not None:
+                return looked
+        return Answer(type="binary", binary="no", confidence=0.5, text="No, I have no such observation.")
 
-    def _seen_since_elsewhere(self, p: ParsedQuestion, tools: ToolBox, here: list[dict]) -> Optional[Answer]:
+    def _not_seen_in(self, p: ParsedQuestion, tools: ToolBox, elsewhere: list[dict]) -> Optional[Answer]:
+        """"Is there a blue box in the kitchen?" where the robot looked in the kitchen and no view
+        there matched: no, grounded on those views (and on where the thing was seen, if it was).
+        A view there whose description names the thing word for word is a yes after all (a long
+        description matches a short phrase less closely). None: the robot never looked there."""
+        views = self._place_history(tools, p)
+        if not views:
+            return None
+        named = [r for r in views if _names(r, p.target)]
+        if named:
+            row = named[-1]
+            ans = Answer(type="binary", binary="yes", confidence=0.6, position=_position(row),
+                         waypoint=row.get("waypoint", ""),
+                         text=f"Yes, last {_place(row)} at {self._hhmm(row['t'], tools)}.")
+            return self._evidence(ans, named[::-1])
+        last = views[-1]
+        looked = f"{len(views)} view(s) {place_phrase(p.place)}, the last at {self._hhmm(last['t'], tools)}"
+        if elsewhere:
+            return self._last_seen_no(p, elsewhere, views[::-1][:NOT_SEEN_EVIDENCE], tools,
+                                      0.6 if _one_thing_now(p) else 0.5, looked)
+        ans = Answer(type="binary", binary="no", confidence=0.4, waypoint=p.place,
+                     text=f"No, I saw no {p.target} {place_phrase(p.place)} ({looked}).")
+        return self._evidence(ans, views[::-1][:NOT_SEEN_EVIDENCE])
+
+    def _seen_since_elsewhere(self, p: ParsedQuestion, tools: ToolBox, here: list[dict],
+                              everywhere: list[dict]) -> Optional[Answer]:
         """"Is the red box in the kitchen?" asks where that one thing is: seen there, but later
         somewhere else, as closely matching (it was moved), the answer is no, with where it was
         seen last. None otherwise: the past tense or a time, "is there a ..." (one of several
-        may be anywhere), or nothing as close seen later elsewhere."""
-        if not p.place or p.start or not _THE_THING.match(p.text):
+        may be anywhere), or nothing as close seen later elsewhere (``everywhere``: the
+        matches in any place)."""
+        if not p.place or not _one_thing_now(p):
             return None
-        everywhere = self._matches(tools, replace(p, place=""), margin=1.0)
         newest_here = max(r["t"] for r in here)
         match_here = max(r["similarity"] for r in here)
         later = [r for r in everywhere if r["t"] > newest_here and r.get("waypoint") not in ("", p.place)
@@ -261,9 +314,9 @@ class RulesPlanner:
         box elsewhere: no, it was there (a thing is in one place); "I have not been in" is said
         too. None for anything else (people, "is there a ...", a time, nothing seen)."""
         if (p.unknown_person or p.kind != "yes_no" or p.person or p.about_people or p.start
-                or not p.target or not _THE_THING.match(p.text)):
+                or not p.target or not _one_thing_now(p)):
             return None
-        rows = self._matches(tools, p)
+        rows = self._matches(tools, p, margin=SAME_THING)     # the one thing, wherever it was seen
         if not rows:
             return None
         return self._last_seen_no(p, rows, rows, tools, 0.5, f"I have not been in {p.unknown_place}")
