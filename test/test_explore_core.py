@@ -11,7 +11,7 @@ from embodied_memory.explore.deviations import detect_deviations, distance_to_po
 from embodied_memory.explore.episodic_recall import FeatureMatchVerifier
 from embodied_memory.explore.frontier_pruning import GeometricPruner, MllmPruner
 from embodied_memory.explore.frontiers import detect_frontiers
-from embodied_memory.explore.map_render import render_map
+from embodied_memory.explore.map_render import LEGEND, render_map, with_legend
 from embodied_memory.explore.occupancy import FREE, OCCUPIED, UNKNOWN, CameraModel, GridParams, OccupancyGrid
 from embodied_memory.explore.planning import GridPaths, traversable
 from embodied_memory.llm.chat_client import ChatClient, LLMConfig
@@ -211,6 +211,19 @@ def test_the_rendered_map_marks_frontiers_and_poses():
     assert ((marked == (30, 30, 220)).all(axis=2)).sum() > 20          # red frontier dots
     assert ((marked == (200, 90, 20)).all(axis=2)).sum() > 5           # blue pose arrow
     assert ((plain == (0, 0, 0)).all(axis=2)).sum() > 100              # black boundaries
+    keyed = with_legend(marked)                  # the map for people: the same map, a key to its colours below
+    assert (keyed[:marked.shape[0], :marked.shape[1]] == marked).all() and keyed.shape[0] > marked.shape[0]
+    key = keyed[marked.shape[0]:]
+    assert all(((key == colour).all(axis=2)).sum() >= 100 for _, colour in LEGEND)     # a swatch per colour
+
+
+def test_every_option_of_a_command_states_its_default_once():
+    from embodied_memory.cli import build_parser
+    text = build_parser()._subparsers._group_actions[0].choices["explore-bench"].format_help()
+    flat = " ".join(text.split())
+    assert "(default: office,wing,hall)" in flat and "(default: 0)" in flat and "(default: evaluation)" in flat
+    assert "default 10-19" in flat and "(default: 10,11" not in flat      # said in the help already: not twice
+    assert "(default: )" not in flat
 
 
 def test_deviation_detection_finds_the_planted_deviations():

@@ -25,6 +25,16 @@ from pathlib import Path
 from .config import ConfigError
 
 
+class _DefaultsShown(argparse.HelpFormatter):
+    """Help that states each option's default, unless the help says it or there is none to say."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default is None or action.default is False or action.default in ("", argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def _parse_sets(items: list[str]) -> dict[str, dict]:
     """--set node.param=value (value parsed as YAML: 3, 2.5, true, "text", [1, 2])."""
     import yaml
@@ -368,7 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name, func, help_text):
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           formatter_class=_DefaultsShown)
         p.set_defaults(func=func)
         return p
 

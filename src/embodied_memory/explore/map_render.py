@@ -56,3 +56,24 @@ def render_map(grid: OccupancyGrid, reachable: Optional[np.ndarray] = None, fron
         cv2.circle(img, px(robot[0], robot[1]), max(4, scale * 2), ORANGE, -1)
         arrow(*robot, ORANGE)
     return img
+
+
+LEGEND = (("wall / obstacle", BLACK), ("explored", GREY), ("reachable", GREEN), ("frontier", RED),
+          ("recalled view", BLUE), ("robot", ORANGE))
+
+
+def with_legend(img: np.ndarray, entries: Sequence[tuple[str, tuple[int, int, int]]] = LEGEND) -> np.ndarray:
+    """``img`` with a key to its colours below it (for people; a model's prompt says them in words)."""
+    row_h, swatch, pad = 18, 12, 6
+    per_row = max(1, img.shape[1] // 130)
+    rows = -(-len(entries) // per_row)
+    strip = np.full((rows * row_h + pad, max(img.shape[1], 130), 3), WHITE, np.uint8)
+    for i, (text, colour) in enumerate(entries):
+        x, y = pad + (i % per_row) * 130, pad + (i // per_row) * row_h
+        cv2.rectangle(strip, (x, y), (x + swatch, y + swatch), colour, -1)
+        cv2.rectangle(strip, (x, y), (x + swatch, y + swatch), BLACK, 1)
+        cv2.putText(strip, text, (x + swatch + 4, y + swatch - 1), cv2.FONT_HERSHEY_SIMPLEX, 0.38, BLACK, 1)
+    if img.shape[1] < strip.shape[1]:
+        img = cv2.copyMakeBorder(img, 0, 0, 0, strip.shape[1] - img.shape[1], cv2.BORDER_CONSTANT, value=WHITE)
+    return np.vstack([img, strip])
+

@@ -49,7 +49,7 @@ from ..agent.tools import StoreMemoryClient
 from ..explore.episode_answer import MemoryAnswerer, VlmAnswerer
 from ..explore.episodic_recall import EpisodicRecall, FeatureMatchVerifier
 from ..explore.explorer import ExplorationResult, Explorer, ExplorerParams
-from ..explore.map_render import render_map
+from ..explore.map_render import render_map, with_legend
 from ..explore.policies import PolicyConfig, make_policy
 from ..explore.planning import GridPaths, nearest_cell_within, traversable
 from ..params import StoreParams
@@ -175,8 +175,8 @@ class _Run:
             shortest, _ = shortest_route(env, start_pose(start, task.layout), params)
             success = reached(env, result, params)
             landmarks = result.recall.landmarks if result.recall else []
-            image = render_map(result.grid, poses=landmarks, robot=(result.final_pose.x, result.final_pose.y,
-                                                                    result.final_pose.yaw))
+            image = with_legend(render_map(result.grid, poses=landmarks, robot=(
+                result.final_pose.x, result.final_pose.y, result.final_pose.yaw)))
             cv2.imwrite(str(self.map_dir / f"{episode_id}.png"), image)
             stats = chooser.stats
             spl_value = round(spl(success, result.path_length_m, shortest), 3)
