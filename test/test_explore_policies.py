@@ -114,6 +114,10 @@ def test_semantic_looks_closer_where_the_target_was_described_and_no_frontier_le
     ("barrel", "barrel", None),
     ("Is there a red box here?", "red box", None),
     ("How many chairs are in the kitchen?", "chairs", "kitchen"),
+    ("Does the meeting room have a first aid kit?", "first aid kit", "meeting room"),
+    ("Do we have a red box in the lab?", "red box", "lab"),
+    ("Is it true that the rubber duck is located in the office?", "rubber duck", "office"),
+    ("I'm looking for the barrel; which room is it in?", "barrel", None),
 ])
 def test_decomposition_reads_the_target_and_the_place_from_the_words(text, target, area):
     ins = decompose(text)

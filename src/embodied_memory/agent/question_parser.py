@@ -24,7 +24,8 @@ from zoneinfo import ZoneInfo
 from ..calendar_windows import WEEKDAYS
 from .intents import (FILLERS, FIRST_WORDS, GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical,
                       canonical_form)
-from .slots import OPENER_WORDS, STOP_WORDS, Mention, find_people, find_place, person_names, place_names
+from .slots import (FRAME_WORDS, OPENER_WORDS, STOP_WORDS, Mention, find_people, find_place, person_names,
+                    place_names)
 from .time_expressions import parse_time_expression, unread_time_words
 
 KINDS = ("go", "where", "when", "how_long", "yes_no", "who", "how_many", "what")
@@ -256,19 +257,13 @@ _PEOPLE_WORDS = re.compile(r"\b(who|whom|people|persons?|someone|somebody|anyone
 
 def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time_words: list[str]) -> list[str]:
     """The words left when stop words, names, the place and time phrases are taken out."""
-    removed = set(_STOP) | _FRAME_WORDS
+    removed = set(_STOP) | FRAME_WORDS
     for phrase in [m.text for m in persons] + ([place.text] if place else []) + time_words:
         removed.update(_words(phrase))
     words = _words(q)
     # "where's", "i'm": a contraction of a stop word is one too
     return [w for i, w in enumerate(words) if (w not in removed and w.split("'")[0] not in removed
                                                and not w.isdigit()) or words[i:i + 2] in _STOP_WORD_COMPOUNDS]
-
-
-# words that frame a question about a thing without naming it ("does the kitchen contain ...",
-# "tell me whether ...", "is it true that ...", "somewhere in the lab")
-_FRAME_WORDS = frozenset({"whether", "if", "true", "somewhere", "contain", "contains", "containing", "hold",
-                          "holds", "stored", "kept", "sits", "sitting", "lying", "standing", "placed"})
 
 
 # things whose name starts with a stop word ("the first aid kit" is no first sighting of an "aid kit")
@@ -402,7 +397,7 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
         j += bool(det)
         phrase: list[str] = []
         while (j < len(words) and (words[j] not in _STOP or words[j] in _PLACE_NOUNS) and not words[j].isdigit()
-               and words[j] not in _FRAME_WORDS):
+               and words[j] not in FRAME_WORDS):
             phrase.append(words[j])
             j += 1
         while phrase and phrase[-1] in _AFTER_PLACE:   # "in a room together"

@@ -36,6 +36,11 @@ people person persons someone somebody anyone anybody everyone everybody visitor
 arrive arrived arrives arrival leave left leaves leaving enter entered exit exited stay stayed spend spent
 get got here there take bring lead guide drive navigate move head go goes went""".split())
 
+# words that frame a question about a thing without naming it ("does the kitchen contain ...",
+# "tell me whether ...", "is it true that ...", "somewhere in the lab")
+FRAME_WORDS = frozenset({"whether", "if", "true", "somewhere", "contain", "contains", "containing", "hold",
+                          "holds", "stored", "kept", "sits", "sitting", "lying", "standing", "placed"})
+
 # words that open a question without being part of it ("Hey, ...", "OK so ...")
 OPENER_WORDS = ("so", "and", "ok", "okay", "hey", "hi", "hello", "please", "robot", "excuse me", "sorry", "quick",
                 "well", "right", "alright", "listen", "oh", "thanks", "also", "now", "for the record")

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..agent.answer import extract_json_objects
+from ..agent.slots import FRAME_WORDS, STOP_WORDS
 from ..llm.chat_client import LLMError
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,11 @@ _ARTICLES = re.compile(r"^(?:the|a|an|any|some|my|our)\s+", re.I)
 _PLACE = re.compile(r"\s+(?:in|inside|near|next to|by|at|on) (?:the |a |an )?([a-z][a-z _-]*)$", re.I)
 _TRAILING = re.compile(r"(?:\s+(?:now|today|please|right now|again|here|there|around|nearby|anywhere))+$", re.I)
 _COPULA = re.compile(r"\s+(?:is|are|was|were|be)$", re.I)
+# "does the kitchen have a red box": the place comes first
+_PLACE_HAS = re.compile(r"^(?:does|do|did|would|will) (?:the |a |an )?([a-z][a-z _-]*?) "
+                        r"(?:have|has|contain|contains|hold|holds) (.+)$", re.I)
+_EDGE_WORDS = STOP_WORDS | FRAME_WORDS       # question words around a thing's name, never part of it
+_GENERIC_AREAS = {"room", "place", "area", "location", "building"}
 
 
 @dataclass(frozen=True)
@@ -61,16 +67,37 @@ def decompose(text: str, target: str = "") -> Instruction:
     areas: list[Related] = []
     core = _TRAILING.sub("", words)
     core = _LEADING.sub("", core)
+    has = _PLACE_HAS.match(core)
     place = _PLACE.search(core)
-    if place:
+    if has and not set(has.group(1).lower().split()) <= _EDGE_WORDS | _GENERIC_AREAS:   # not "do we have"
+        areas.append(Related(has.group(1).strip().lower()[:MAX_PHRASE_CHARS], 1))
+        core = has.group(2)
+    elif place:
         areas.append(Related(place.group(1).strip()[:MAX_PHRASE_CHARS], 1))
         core = core[:place.start()]
     core = _COPULA.sub("", _TRAILING.sub("", core))
     while _ARTICLES.match(core):
         core = _ARTICLES.sub("", core, count=1)
-    found = core.strip().lower()[:MAX_PHRASE_CHARS]
+    found = _without_edge_words(core).lower()[:MAX_PHRASE_CHARS]
     explicit = " ".join(str(target).split()).strip().lower()[:MAX_PHRASE_CHARS]
     return Instruction(words, explicit or found or words.lower()[:MAX_PHRASE_CHARS], (), tuple(areas), "words")
+
+
+def _without_edge_words(phrase: str) -> str:
+    """``phrase`` without the question's words before and after the thing's name ("is the red box
+    located" -> "red box", "i'm looking for the duck; which room is it in" -> "duck")."""
+    words = phrase.split()
+
+    def frame(word: str) -> bool:
+        w = re.sub(r"[^\w']", "", word.lower())
+        return not w or w in _EDGE_WORDS or w.split("'")[0] in _EDGE_WORDS
+
+    while words and frame(words[0]) and not (words[0].lower() == "first" and len(words) > 1
+                                             and words[1].lower() == "aid"):
+        words.pop(0)
+    while words and frame(words[-1]):
+        words.pop()
+    return re.sub(r"^\W+|\W+$", "", " ".join(words))
 
 
 DECOMPOSE_PROMPT = (
