@@ -161,6 +161,23 @@ def test_parser_classifies_real_navqa_questions():
     assert all(right[t] / total[t] >= 0.9 for t in total)
 
 
+@pytest.mark.parametrize("question,kind,target,place,unknown", [
+    ("Any blue box in the kitchen?", "yes_no", "blue box", "kitchen", ""),
+    ("Any idea what is in the kitchen?", "what", "idea", "kitchen", ""),           # "any idea": no yes/no
+    ("Tell me whether the barrel is in the lab.", "yes_no", "barrel", "lab", ""),
+    ("Can you check if there is a mug in the kitchen?", "yes_no", "mug", "kitchen", ""),
+    ("I'm looking for the barrel; which room is it in?", "where", "barrel", "", ""),
+    ("Is it true that the mug is somewhere in the kitchen?", "yes_no", "mug", "kitchen", ""),
+    ("Is there a standing desk in the lab?", "yes_no", "standing desk", "lab", ""),   # a name, not a frame word
+    ("Does the ballroom have a piano?", "yes_no", "piano", "", "the ballroom"),
+    ("Is the red box in the ballroom?", "yes_no", "red box", "", "the ballroom"),     # the place is not the thing
+    ("Did the elevator come?", "yes_no", "elevator", "", ""),                        # a thing, not a place
+])
+def test_parser_reads_reworded_questions_about_a_thing_in_a_room(question, kind, target, place, unknown):
+    p = parse_question(question, T0, UTC, [], ["kitchen", "lab", "office"])
+    assert (p.kind, p.target, p.place, p.unknown_place) == (kind, target, place, unknown)
+
+
 ZURICH = "Europe/Zurich"
 
 

@@ -24,8 +24,8 @@ from zoneinfo import ZoneInfo
 from ..calendar_windows import WEEKDAYS
 from .intents import (FILLERS, FIRST_WORDS, GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical,
                       canonical_form)
-from .slots import (FRAME_WORDS, OPENER_WORDS, STOP_WORDS, Mention, find_people, find_place, person_names,
-                    place_names)
+from .slots import (FRAME_WORDS, OPENER_WORDS, ROOM_WORDS, STOP_WORDS, Mention, find_people, find_place,
+                    person_names, place_names)
 from .time_expressions import parse_time_expression, unread_time_words
 
 KINDS = ("go", "where", "when", "how_long", "yes_no", "who", "how_many", "what")
@@ -39,9 +39,10 @@ _KIND_PATTERNS = [
     ("how_many", r"^how many\b"),
     ("who", r"^(who|whom|which (person|people|persons))\b"),
     ("where", r"^(where|which (room|place|waypoint|area)|in which (room|place)|what (room|place|area))\b"
-              r"|^((can|could|would|will) you (please )?)?(take|bring|guide|lead|drive|navigate|find|show|get|tell)"
+              r"|^((can|could|would|will) you (please )?)?(take|bring|guide|lead|drive|navigate|find|show|get)"
               r"( me)? (to|somewhere|a place|the way|where)\b"),
-    ("yes_no", r"^(is|are|was|were|did|do|does|have|has|had|can|could|will|would|any)\b"
+    ("yes_no", r"^(is|are|was|were|did|do|does|have|has|had|can|could|will|would)\b"
+               r"|^any\b(?!\s+(idea|ideas|chance|clue|news|word|update|updates)\b)"
                r"|^((can|could) you |please )*(tell me|let me know|check|find out|see) (whether|if)\b"),
     ("what", r"^(what|which|describe|tell)\b"),
     ("how_long", r"\bhow long\b(?!.*\bago\b)"),
@@ -266,6 +267,7 @@ def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time
                                                and not w.isdigit()) or words[i:i + 2] in _STOP_WORD_COMPOUNDS]
 
 
+_HAVE_WORDS = {"have", "has", "contain", "contains"}
 # things whose name starts with a stop word ("the first aid kit" is no first sighting of an "aid kit")
 _STOP_WORD_COMPOUNDS = [["first", "aid"]]
 
@@ -277,16 +279,11 @@ _CALENDAR_WORDS = set(WEEKDAYS) | {"january", "february", "march", "april", "may
                                    "september", "october", "november", "december"} | {
     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
     "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "noon", "midnight"}
-# words that make a phrase after "in/at the" a place, whoever the question is about
-_ROOM_WORDS = set("""room ballroom hall hallway corridor kitchen office lobby foyer atrium lab laboratory garage garden
-yard courtyard entrance reception bathroom toilet restroom washroom cafeteria canteen library basement attic cellar
-warehouse storeroom pantry closet bedroom lounge stairwell staircase elevator lift workshop studio auditorium gym
-terrace balcony patio parking wing building floor dock shed""".split())
 # "in the room", "in the building": no name to check (the building is the whole site)
 _GENERIC_PLACES = {"room", "area", "place", "location", "building", "premises", "site", "workplace", "work"}
 _BESIDE = {"front", "middle", "back", "side", "corner", "end"}   # "in front of the X": a place is the X
 _SAME_WORDS = {"same", "other", "another", "next", "one", "different"}
-_PLACE_NOUNS = _ROOM_WORDS | _GENERIC_PLACES             # part of a place phrase though stop words
+_PLACE_NOUNS = ROOM_WORDS | _GENERIC_PLACES             # part of a place phrase though stop words
 # phrases after "in the" that are not places ("who is in the picture")
 _NOT_PLACES = {"picture", "image", "photo", "frame", "camera", "view", "memory", "world", "meantime", "end",
                "middle", "beginning", "dark", "rain", "sun", "background", "foreground", "way", "right", "total",
@@ -352,7 +349,7 @@ def _unknown_names(question: str, q: str, person_names: dict[str, str],
 def _may_be_thing(q: str, word: str) -> bool:
     """An opening ``word`` the question calls "it" ("Printer: when was it last used?"), a room
     word, or a plural with no "she" / "he" for it ("Keys: where did you see them?")."""
-    return bool(_THING_PRONOUN.search(q)) or word in _ROOM_WORDS or (
+    return bool(_THING_PRONOUN.search(q)) or word in ROOM_WORDS or (
         word.endswith("s") and not _PERSONAL_PRONOUN.search(q))
 
 
@@ -389,9 +386,10 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
     is unknown where "break room" is the only room)."""
     words = _words(q)
     for i, word in enumerate(words):
+        has = i == 0 and word in ("does", "did")         # "does the lobby have ...": a place asked about too
         if word not in ("in", "inside", "into", "within", "at", "to") and not (
-                word == "of" and i and words[i - 1] in _BESIDE) and not (i == 0 and word in ("does", "did")):
-            continue                                   # "does the lobby have ...": a place asked about too
+                word == "of" and i and words[i - 1] in _BESIDE) and not has:
+            continue
         j = i + 1
         det = words[j] if j < len(words) and words[j] in _DETERMINERS else ""
         j += bool(det)
@@ -404,6 +402,8 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
             phrase.pop()
         if phrase and phrase[-1] in _BESIDE and j < len(words) and words[j] == "of":
             continue                               # "in front of the X": the X follows "of"
+        if has and not (j < len(words) and words[j] in _HAVE_WORDS):
+            continue                               # "did the elevator come": a thing, not a place asked about
         if (not phrase or phrase[-1] in _NOT_PLACES or all(w in _GENERIC_PLACES for w in phrase)
                 or phrase[0] in _SAME_WORDS):          # "in the same room", "in another room"
             continue
@@ -414,7 +414,7 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
         if (any(re.search(rf"\b{re.escape(name)}\b", text) or set(phrase) <= set(name.split())
                 for name in place_names) or person_words & set(phrase)):
             continue
-        if (phrase[-1] in _ROOM_WORDS or (word in ("in", "inside", "into", "within") and about_someone)
+        if (phrase[-1] in ROOM_WORDS or (word in ("in", "inside", "into", "within") and about_someone)
                 or (word == "to" and kind == "go")):
             return f"{det} {text}".strip()
     return ""

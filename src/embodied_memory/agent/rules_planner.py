@@ -28,13 +28,16 @@ NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same th
 SAME_THING = 0.12  # below the match in the room, still the same thing seen again (MiniLM, "red box": the same box
                    # described from elsewhere 0.51-0.57, a blue box 0.34)
 NOT_SEEN_EVIDENCE = 5  # views of a place that ground a "not there" (the latest)
-_PAST = re.compile(r"^\W*(was|were|did|had|have|has)\b|\bused to\b", re.IGNORECASE)
+MIN_VIEWS_FOR_NO = 3   # a "no a ... there" from the views of a place alone needs at least this many of them
+PLACE_VIEWS_READ = 200  # the latest views of a place read to ground a "not there" (one bounded call)
+_PAST = re.compile(r"^\W*(have|has|had)\b|\b(was|were|did|had|used to)\b", re.IGNORECASE)
+_NEGATED = re.compile(r"\b(no|not|without|nor)\s+(?:\w+\s+){0,2}$")
 
 
 def _one_thing_now(p: ParsedQuestion) -> bool:
     """The question asks where one thing is now: "is the box in ...", "can the box be found in
     ...", "does the kitchen have my mug"; not "is there a box ..." (one of several may be
-    anywhere) nor the past ("was the box ...", "did you see the box ...")."""
+    anywhere) nor the past ("was the box ...", "tell me if the box was ...", "did you see the box")."""
     first = p.target.split()[0] if p.target.split() else ""
     return bool(first) and not p.start and not _PAST.search(p.text) and re.search(
         rf"\b(the|my|our|your)\s+{re.escape(first)}\b", p.text, re.IGNORECASE) is not None
@@ -43,13 +46,32 @@ def _one_thing_now(p: ParsedQuestion) -> bool:
 _GENERIC = {"", "objects", "object", "things", "anything", "everything", "what"}
 
 
+def singular(word: str) -> str:
+    """An English noun's singular, by rule ("boxes" -> box, "bottles" -> bottle, "knives" -> knife,
+    "batteries" -> battery, "glass" -> glass)."""
+    if len(word) <= 3 or not word.endswith("s") or word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith("ves"):
+        return word[:-3] + ("fe" if word[-4:-3] == "i" else "f")
+    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    return word[:-1]
+
+
 def _names(row: dict, phrase: str) -> bool:
-    """The row's description has every word of ``phrase`` ("blue box" in "a blue box on a shelf";
-    a plural "boxes" names a "box")."""
-    words = set(re.findall(r"[a-z0-9]+", (row.get("description") or "").lower()))
-    words |= {w[:-2] if w.endswith("es") else w[:-1] for w in words if w.endswith("s")}
-    wanted = re.findall(r"[a-z0-9]+", phrase.lower())
-    return bool(wanted) and all(w in words for w in wanted)
+    """The row's description names ``phrase``: its words in order, singular or plural ("blue box"
+    in "two blue boxes on a shelf"; not in "a blue mug and a box"), not negated ("no mug on the
+    counter")."""
+    wanted = [singular(w) for w in re.findall(r"[a-z0-9]+", phrase.lower())]
+    if not wanted:
+        return False
+    text = (row.get("description") or "").lower()
+    spans = list(re.finditer(r"[a-z0-9]+", text))
+    words = [singular(m.group(0)) for m in spans]
+    return any(words[i:i + len(wanted)] == wanted and not _NEGATED.search(text[:spans[i].start()])
+               for i in range(len(words) - len(wanted) + 1))
 
 
 def _position(row: dict):
@@ -247,18 +269,13 @@ class RulesPlanner:
         rows = self._matches(tools, p)
         about_a_thing_in_a_place = bool(p.place and p.target.strip() not in _GENERIC)
         everywhere = self._matches(tools, replace(p, place=""), margin=1.0) if about_a_thing_in_a_place else []
-        if rows and everywhere and not any(_names(r, p.target) for r in rows) and \
-                max(r["similarity"] for r in rows) < everywhere[0]["similarity"] - SAME_THING:
+        if rows and self._only_like_it(p, rows, everywhere):
             rows = []          # the place holds something only like it: "a red box" for "a blue box"
         if rows:
             moved = self._seen_since_elsewhere(p, tools, rows, everywhere)
             if moved is not None:
                 return moved
-            row = max(rows, key=lambda r: r["t"])
-            ans = Answer(type="binary", binary="yes", confidence=0.7, position=_position(row),
-                         waypoint=row.get("waypoint", ""),
-                         text=f"Yes, last {_place(row)} at {self._hhmm(row['t'], tools)}.")
-            return self._evidence(ans, rows)
+            return self._yes(rows, tools)
         if about_a_thing_in_a_place:
             same = [r for r in everywhere if r.get("waypoint") != p.place
                     and r["similarity"] >= everywhere[0]["similarity"] - SAME_THING]
@@ -267,29 +284,51 @@ class RulesPlanner:
                 return looked
         return Answer(type="binary", binary="no", confidence=0.5, text="No, I have no such observation.")
 
+    @staticmethod
+    def _only_like_it(p: ParsedQuestion, here: list[dict], everywhere: list[dict]) -> bool:
+        """What matched in the place is another thing: a view elsewhere names the thing word for
+        word and matches clearly better (by SAME_THING), and no view in the place names it ("a red
+        box" in the kitchen for "a blue box", the blue box seen in the office). A long description
+        in the place matching less closely is no grounds: only a view that names the thing is."""
+        if any(_names(r, p.target) for r in here):
+            return False
+        named = [r for r in everywhere if r.get("waypoint") != p.place and _names(r, p.target)]
+        return bool(named) and max(r["similarity"] for r in here) < named[0]["similarity"] - SAME_THING
+
+    def _yes(self, rows: list[dict], tools: ToolBox, confidence: float = 0.7) -> Answer:
+        row = max(rows, key=lambda r: r["t"])
+        ans = Answer(type="binary", binary="yes", confidence=confidence, position=_position(row),
+                     waypoint=row.get("waypoint", ""),
+                     text=f"Yes, last {_place(row)} at {self._stamp(row['t'], tools)}.")
+        return self._evidence(ans, sorted(rows, key=lambda r: -r["t"]))
+
     def _not_seen_in(self, p: ParsedQuestion, tools: ToolBox, elsewhere: list[dict]) -> Optional[Answer]:
         """"Is there a blue box in the kitchen?" where the robot looked in the kitchen and no view
-        there matched: no, grounded on those views (and on where the thing was seen, if it was).
-        A view there whose description names the thing word for word is a yes after all (a long
-        description matches a short phrase less closely). None: the robot never looked there."""
-        views = self._place_history(tools, p)
+        there matched: no, grounded on where the thing was seen instead (the one thing of a "the"
+        question) or on at least MIN_VIEWS_FOR_NO of the robot's own views there. A view there that
+        names the thing word for word (a long description matches a short phrase less closely) is a
+        yes, unless the one thing was seen elsewhere since. None: no grounds either way."""
+        start, end = self._window(tools, p)
+        views = [r for r in self._call(tools, "waypoint_observations", {
+            "waypoint_id": p.place, "t_start": start, "t_end": end, "limit": PLACE_VIEWS_READ, "order": "newest"})
+            if "robot_waypoint" not in r]                 # the robot's own views there, newest first
         if not views:
             return None
-        named = [r for r in views if _names(r, p.target)]
+        since = max((r["t"] for r in elsewhere), default=0.0) if _one_thing_now(p) else 0.0
+        named = [r for r in views if _names(r, p.target) and r["t"] > since]
         if named:
-            row = named[-1]
-            ans = Answer(type="binary", binary="yes", confidence=0.6, position=_position(row),
-                         waypoint=row.get("waypoint", ""),
-                         text=f"Yes, last {_place(row)} at {self._hhmm(row['t'], tools)}.")
-            return self._evidence(ans, named[::-1])
-        last = views[-1]
-        looked = f"{len(views)} view(s) {place_phrase(p.place)}, the last at {self._hhmm(last['t'], tools)}"
+            return self._yes(named, tools, 0.6)
+        one_thing = _one_thing_now(p) and bool(elsewhere)
+        if len(views) < MIN_VIEWS_FOR_NO and not one_thing:
+            return None
+        count = f"{len(views)}+" if len(views) == PLACE_VIEWS_READ else str(len(views))
+        looked = f"{count} view(s) {place_phrase(p.place)}, the last at {self._stamp(views[0]['t'], tools)}"
+        evidence = views[:NOT_SEEN_EVIDENCE]
         if elsewhere:
-            return self._last_seen_no(p, elsewhere, views[::-1][:NOT_SEEN_EVIDENCE], tools,
-                                      0.6 if _one_thing_now(p) else 0.5, looked)
+            return self._last_seen_no(p, elsewhere, evidence, tools, 0.6 if one_thing else 0.5, looked)
         ans = Answer(type="binary", binary="no", confidence=0.4, waypoint=p.place,
                      text=f"No, I saw no {p.target} {place_phrase(p.place)} ({looked}).")
-        return self._evidence(ans, views[::-1][:NOT_SEEN_EVIDENCE])
+        return self._evidence(ans, evidence)
 
     def _seen_since_elsewhere(self, p: ParsedQuestion, tools: ToolBox, here: list[dict],
                               everywhere: list[dict]) -> Optional[Answer]:
@@ -327,7 +366,7 @@ class RulesPlanner:
         row = max(candidates, key=lambda r: r["t"])
         ans = Answer(type="binary", binary="no", confidence=confidence, position=_position(row),
                      waypoint=row.get("waypoint", ""),
-                     text=f"No, I last saw {p.target or 'it'} {_place(row)} at {self._hhmm(row['t'], tools)} ({aside}).")
+                     text=f"No, I last saw {p.target or 'it'} {_place(row)} at {self._stamp(row['t'], tools)} ({aside}).")
         return self._evidence(ans, [row] + evidence)
 
     def _people_near(self, p: ParsedQuestion, tools: ToolBox) -> tuple[list[str], list[dict]]:
@@ -386,4 +425,11 @@ class RulesPlanner:
     @staticmethod
     def _hhmm(t: float, tools: ToolBox) -> str:
         return dt.datetime.fromtimestamp(t, tz=tools.tz).strftime("%H:%M")
+
+    @staticmethod
+    def _stamp(t: float, tools: ToolBox) -> str:
+        """"08:00" on the question's day, "Mar 10 08:00" before it."""
+        local = dt.datetime.fromtimestamp(t, tz=tools.tz)
+        today = dt.datetime.fromtimestamp(tools.now, tz=tools.tz).date()
+        return local.strftime("%H:%M" if local.date() == today else "%b %d %H:%M")
 

@@ -37,9 +37,15 @@ arrive arrived arrives arrival leave left leaves leaving enter entered exit exit
 get got here there take bring lead guide drive navigate move head go goes went""".split())
 
 # words that frame a question about a thing without naming it ("does the kitchen contain ...",
-# "tell me whether ...", "is it true that ...", "somewhere in the lab")
-FRAME_WORDS = frozenset({"whether", "if", "true", "somewhere", "contain", "contains", "containing", "hold",
-                          "holds", "stored", "kept", "sits", "sitting", "lying", "standing", "placed"})
+# "tell me whether ...", "is it true that ...", "somewhere in the lab", "where is it kept")
+FRAME_WORDS = frozenset({"whether", "if", "check", "true", "somewhere", "contain", "contains", "containing",
+                         "kept", "stored"})
+
+# words that make a phrase after "in/at the" a place, whoever the question is about
+ROOM_WORDS = frozenset("""room ballroom hall hallway corridor kitchen office lobby foyer atrium lab laboratory garage garden
+yard courtyard entrance reception bathroom toilet restroom washroom cafeteria canteen library basement attic cellar
+warehouse storeroom pantry closet bedroom lounge stairwell staircase elevator lift workshop studio auditorium gym
+terrace balcony patio parking wing building floor dock shed""".split())
 
 # words that open a question without being part of it ("Hey, ...", "OK so ...")
 OPENER_WORDS = ("so", "and", "ok", "okay", "hey", "hi", "hello", "please", "robot", "excuse me", "sorry", "quick",

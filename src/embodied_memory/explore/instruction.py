@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..agent.answer import extract_json_objects
-from ..agent.slots import FRAME_WORDS, STOP_WORDS
+from ..agent.slots import FRAME_WORDS, ROOM_WORDS
 from ..llm.chat_client import LLMError
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,11 @@ _COPULA = re.compile(r"\s+(?:is|are|was|were|be)$", re.I)
 # "does the kitchen have a red box": the place comes first
 _PLACE_HAS = re.compile(r"^(?:does|do|did|would|will) (?:the |a |an )?([a-z][a-z _-]*?) "
                         r"(?:have|has|contain|contains|hold|holds) (.+)$", re.I)
-_EDGE_WORDS = STOP_WORDS | FRAME_WORDS       # question words around a thing's name, never part of it
-_GENERIC_AREAS = {"room", "place", "area", "location", "building"}
+# words of a question around a thing's name ("is the red box located", "which room is it in"); a
+# short list: a stop word such as "exit", "long" or "last" may be part of a name ("the fire exit")
+_EDGE_WORDS = FRAME_WORDS | set("""a an the any some my our your is are was were be been do does did can could would will
+have has had it its there that this i i'm me you we us tell please where where's which what room located find found
+see seen saw spot spotted looking look for in to of now""".split())
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ def decompose(text: str, target: str = "") -> Instruction:
     core = _LEADING.sub("", core)
     has = _PLACE_HAS.match(core)
     place = _PLACE.search(core)
-    if has and not set(has.group(1).lower().split()) <= _EDGE_WORDS | _GENERIC_AREAS:   # not "do we have"
+    if has and has.group(1).lower().split()[-1] in ROOM_WORDS:      # not "do we have", "does the box have"
         areas.append(Related(has.group(1).strip().lower()[:MAX_PHRASE_CHARS], 1))
         core = has.group(2)
     elif place:
@@ -92,8 +95,7 @@ def _without_edge_words(phrase: str) -> str:
         w = re.sub(r"[^\w']", "", word.lower())
         return not w or w in _EDGE_WORDS or w.split("'")[0] in _EDGE_WORDS
 
-    while words and frame(words[0]) and not (words[0].lower() == "first" and len(words) > 1
-                                             and words[1].lower() == "aid"):
+    while words and frame(words[0]):
         words.pop(0)
     while words and frame(words[-1]):
         words.pop()
