@@ -20,6 +20,8 @@ def test_demo_answers_most_questions(tmp_path, monkeypatch, capsys):
     right = sum(r for r, _ in results.values())
     asked = sum(n for _, n in results.values())
     assert "operator named identities: person_0001 = " in printed
+    data = tmp_path / "data"                                # kept where asked, and said where
+    assert f"the memory is kept in {data}" in printed and (data / "memory.sqlite3").exists()
     assert asked >= 8 and {"position", "time", "binary", "persons", "duration"} <= set(results)
     assert right / asked >= 0.75, results
     assert results["binary"][0] >= results["binary"][1] - 1 and results["persons"][0] >= 1

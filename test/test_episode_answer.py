@@ -287,3 +287,23 @@ def test_a_named_view_in_the_room_is_a_yes_only_when_the_thing_was_not_seen_else
         assert later.binary == "no" and re.search(r"at \w{3} \d{2} \d{2}:\d{2}", later.text), later.text
     finally:
         store.close()
+
+
+def test_views_described_by_the_detectors_alone_answer_nothing_about_things(tmp_path):
+    """Offline without a VLM, a view is "Robot camera view at office." or a people count: no
+    sighting of a desk, and no grounds for "no desk" either."""
+    from embodied_memory.detector_sentences import detector_sentence
+    from store_fixtures import T0
+    rows = [(10 * i, room, detector_sentence(people, 0, [], room))
+            for i, (room, people) in enumerate([("office", 0), ("office", 2), ("office", 0), ("kitchen", 1),
+                                               ("kitchen", 0), ("kitchen", 0)])]
+    store, agent = _agent_over(tmp_path, rows + [(100, "lab", "A wooden desk with a lamp."),
+                                                 (110, "lab", NOTHING), (120, "lab", NOTHING)])
+    try:
+        ask = lambda q: agent.ask(q, as_of=T0 + 600)                         # noqa: E731
+        office = ask("Is there a desk in the office?")
+        assert office.status == "no_answer" and "not described" in office.text and office.binary == ""
+        assert ask("Is there a desk in the lab?").binary == "yes"
+        assert ask("Where is the desk?").waypoint == "lab"                  # not the office's generic views
+    finally:
+        store.close()

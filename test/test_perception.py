@@ -46,6 +46,10 @@ def test_pipeline_on_a_face_photo(tmp_path):
 def test_detector_description_is_positive_only():
     text, _ = DetectorDescriber().describe([], {"people": 0, "faces": 0, "identities": [], "waypoint": "kitchen"})
     assert text == "Robot camera view at kitchen." and "no" not in text.lower().split()
+    from embodied_memory.detector_sentences import names_no_things
+    assert names_no_things(text) and not names_no_things("I see a red box about 2.0 m ahead.")
+    busy, _ = DetectorDescriber().describe([], {"people": 3, "faces": 1, "identities": ["person_0001", "alice"]})
+    assert busy == "3 people visible; 1 face seen; identified: person_0001, alice." and names_no_things(busy)
 
 
 def test_object_centric_flattening():

@@ -15,6 +15,8 @@ import datetime as dt
 import re
 from dataclasses import replace
 from typing import Optional
+
+from ..detector_sentences import names_no_things
 from .answer import STATUS_NO_ANSWER, Answer, no_answer
 from .intents import MIN_SIMILARITY as MIN_UNDERSTOOD, OUT_OF_SCOPE, IntentClassifier, shared_classifier
 from .memory_reader import QUERY_CHARS, MemoryReader
@@ -113,7 +115,8 @@ class RulesPlanner:
         k = 300 if p.start else 30
         hits = self._call(tools, "text_observations", {"query": (p.target or p.text)[:QUERY_CHARS], "k": k,
                                                               "before": end})
-        hits = [h for h in hits if h["t"] >= (p.start or 0.0)]
+        # a sentence of the detectors says who and where, never what: no sighting of a thing
+        hits = [h for h in hits if h["t"] >= (p.start or 0.0) and not names_no_things(h.get("description", ""))]
         if p.place:
             hits = [h for h in hits if h.get("waypoint") == p.place]
         if p.person:
@@ -314,6 +317,13 @@ class RulesPlanner:
             if "robot_waypoint" not in r]                 # the robot's own views there, newest first
         if not views:
             return None
+        described = [r for r in views if not names_no_things(r.get("description", ""))]
+        if not described:
+            ans = no_answer(f"no view of {p.place} names things (no vision-language describer)", self.name)
+            ans.text = (f"I cannot tell: my {len(views)} view(s) {place_phrase(p.place)} are not described "
+                        "(no vision-language model), so they do not say what is there.")
+            return ans
+        views = described
         since = max((r["t"] for r in elsewhere), default=0.0) if _one_thing_now(p) else 0.0
         named = [r for r in views if _names(r, p.target) and r["t"] > since]
         if named:

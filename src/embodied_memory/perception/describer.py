@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..detector_sentences import detector_sentence
 from ..llm.images import image_part
 
 log = logging.getLogger(__name__)
@@ -110,15 +111,5 @@ class DetectorDescriber:
         faces = detections.get("faces", 0)
         identities = [i for i in detections.get("identities", []) if i]
         place = detections.get("waypoint") or ""
-        parts = []
-        if people:
-            parts.append(f"{people} {'person' if people == 1 else 'people'} visible")
-        if faces:
-            parts.append(f"{faces} face{'s' if faces > 1 else ''} seen")
-        if identities:
-            parts.append("identified: " + ", ".join(dict.fromkeys(identities)))
-        where = f" at {place.replace('_', ' ')}" if place else ""
-        # positive statements only (LVMem): "no person" would sit close to person queries
-        text = ("; ".join(parts) + where + ".") if parts else f"Robot camera view{where}."
-        return text[0].upper() + text[1:], json.dumps({"people": people, "faces": faces,
-                                                       "identities": list(dict.fromkeys(identities))})
+        text = detector_sentence(people, faces, identities, place)
+        return text, json.dumps({"people": people, "faces": faces, "identities": list(dict.fromkeys(identities))})

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -138,12 +139,23 @@ def run_demo(seed: int = 0, work_dir: str = "", progress: bool = True,
              config: "EpisodeConfig | None" = None) -> dict[str, tuple[int, int]]:
     """Returns {question type: (correct, asked)}."""
     from .episode import EpisodeConfig, GroundTruth, cached_episode
-    from .questions import generate_questions, score
 
     config = config or EpisodeConfig(seed=seed)
     episode_dir = cached_episode(config, progress)
     truth = GroundTruth.load(episode_dir / "ground_truth.json")
     data = Path(work_dir or tempfile.mkdtemp(prefix="em_demo_"))
+    try:
+        return _ask_and_score(episode_dir, truth, data, config, progress)
+    finally:
+        if work_dir:
+            print(f"[demo] the memory is kept in {data}: look at it and ask it with "
+                  f"`embodied-memory inspect --data-dir {data}`", flush=True)
+        else:
+            shutil.rmtree(data, ignore_errors=True)
+
+
+def _ask_and_score(episode_dir: Path, truth, data: Path, config, progress: bool) -> dict[str, tuple[int, int]]:
+    from .questions import generate_questions, score
     with StackRun(episode_dir, truth, data, progress=progress) as run:
         questions = generate_questions(truth, seed=config.seed)
         right = Counter()
