@@ -232,6 +232,9 @@ def test_a_grounded_no_says_where_the_thing_was_seen_and_what_was_looked_at(epis
     assert never.binary == "no" and never.evidence == ["o10", "o9", "o8"] and "saw no rubber duck" in never.text
     # a room never looked at: no grounds for "no" about "a" rubber duck; "the" barrel is in one place only
     assert episode_agent("Is there a rubber duck in the entrance?").status == "no_answer"
+    elsewhere = episode_agent("Is there a barrel in the entrance?")          # one may be there; one is in the lab
+    assert elsewhere.status == "no_answer" and elsewhere.binary == "" and elsewhere.evidence == ["o5"]
+    assert "not been in the entrance" in elsewhere.text and "barrel in the lab" in elsewhere.text
     unseen = episode_agent("Does the entrance have the barrel?")
     assert unseen.binary == "no" and "in the lab" in unseen.text and "not been in the entrance" in unseen.text
     assert episode_agent("Is there a barrel in the lab?").binary == "yes"

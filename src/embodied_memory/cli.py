@@ -437,7 +437,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "recall, target in place or moved; writes report.md")
     p.add_argument("--out", default="explore_results", help="output directory")
     p.add_argument("--seeds", default=",".join(str(v) for v in range(10, 20)),
-                   help="comma-separated world seeds (default 10-19: held out from the semantic policy's tuning)")
+                   help="comma-separated world seed numbers, e.g. 10,11 (default 10-19: held out from the semantic "
+                        "policy's tuning)")
     from .sim.floor_plans import FLOOR_PLANS
     p.add_argument("--layouts", default=",".join(FLOOR_PLANS),
                    help="comma-separated floor plans, each run with every seed: office (rooms off an east-west "

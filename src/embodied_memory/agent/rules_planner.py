@@ -361,14 +361,21 @@ class RulesPlanner:
     def _seen_elsewhere_only(self, p: ParsedQuestion, tools: ToolBox) -> Optional[Answer]:
         """"Is the red box in the meeting room?" where the robot never was, but saw that one red
         box elsewhere: no, it was there (a thing is in one place); "I have not been in" is said
-        too. None for anything else (people, "is there a ...", a time, nothing seen)."""
+        too. "Is there a red box in the meeting room?" cannot be answered (one may be there), but
+        the answer says where one was seen. None for anything else (people, a time, nothing seen)."""
         if (p.unknown_person or p.kind != "yes_no" or p.person or p.about_people or p.start
-                or not p.target or not _one_thing_now(p)):
+                or not p.target or p.target in _GENERIC):
             return None
-        rows = self._matches(tools, p, margin=SAME_THING)     # the one thing, wherever it was seen
+        rows = self._matches(tools, p, margin=SAME_THING)     # the thing, wherever it was seen
         if not rows:
             return None
-        return self._last_seen_no(p, rows, rows, tools, 0.5, f"I have not been in {p.unknown_place}")
+        if _one_thing_now(p):
+            return self._last_seen_no(p, rows, rows, tools, 0.5, f"I have not been in {p.unknown_place}")
+        row = max(rows, key=lambda r: r["t"])
+        ans = no_answer(f"no waypoint in memory is called {p.unknown_place!r}", self.name)
+        ans.text = (f"I cannot tell: I have not been in {p.unknown_place}. I last saw {p.target} {_place(row)} "
+                    f"at {self._stamp(row['t'], tools)}.")
+        return self._evidence(ans, [row])
 
     def _last_seen_no(self, p: ParsedQuestion, candidates: list[dict], evidence: list[dict], tools: ToolBox,
                       confidence: float, aside: str) -> Answer:
