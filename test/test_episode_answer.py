@@ -238,6 +238,8 @@ def test_a_grounded_no_says_where_the_thing_was_seen_and_what_was_looked_at(epis
     unseen = episode_agent("Does the entrance have the barrel?")
     assert unseen.binary == "no" and "in the lab" in unseen.text and "not been in the entrance" in unseen.text
     assert episode_agent("Is there a barrel in the lab?").binary == "yes"
+    few = episode_agent("Is there a rubber duck in the corridor?")           # 2 views there: too few for a no
+    assert few.status == "no_answer" and "only 2 view(s) in the corridor" in few.text and few.evidence == ["o1", "o0"]
 
 
 def test_names_reads_a_phrase_singular_or_plural_and_not_negated():
@@ -269,6 +271,8 @@ def test_long_descriptions_in_the_room_are_no_grounds_for_a_no(tmp_path):
         for question in ("Is there a coffee machine in the kitchen?", "Is there a mug in the kitchen?",
                          "Any mugs in the kitchen?", "Is there a bottle in the kitchen?"):
             assert ask(question).binary == "yes", question
+        mine = ask("Is my mug in the kitchen?")              # the office's later coffee cup is not the mug
+        assert mine.binary == "yes" and mine.waypoint == "kitchen", mine.text
         red = ask("Is there a red box in the lab?")                         # a red kettle and a box are no red box
         assert red.binary == "no" and "in the office" in red.text
     finally:

@@ -119,6 +119,8 @@ def test_semantic_looks_closer_where_the_target_was_described_and_no_frontier_le
     ("Is it true that the rubber duck is located in the office?", "rubber duck", "office"),
     ("I'm looking for the barrel; which room is it in?", "barrel", None),
     ("Find the fire exit", "fire exit", None),                     # a stop word may be part of a name
+    ("Where did you last see the mug?", "mug", None),
+    ("Is the red box still in the kitchen?", "red box", "kitchen"),
     ("Where is the long table?", "long table", None),
     ("Does the red box have a lid?", "red box have a lid", None),  # a thing has it: no area
 ])

@@ -45,7 +45,7 @@ def _one_thing_now(p: ParsedQuestion) -> bool:
         rf"\b(the|my|our|your)\s+{re.escape(first)}\b", p.text, re.IGNORECASE) is not None
 
 
-_GENERIC = {"", "objects", "object", "things", "anything", "everything", "what"}
+_GENERIC = {"", "objects", "object", "things", "anything", "everything", "something", "stuff", "items", "what"}
 
 
 def singular(word: str) -> str:
@@ -324,13 +324,17 @@ class RulesPlanner:
                         "(no vision-language model), so they do not say what is there.")
             return ans
         views = described
-        since = max((r["t"] for r in elsewhere), default=0.0) if _one_thing_now(p) else 0.0
+        # only a view elsewhere that names the one thing overrides a view here that names it
+        since = max((r["t"] for r in elsewhere if _names(r, p.target)), default=0.0) if _one_thing_now(p) else 0.0
         named = [r for r in views if _names(r, p.target) and r["t"] > since]
         if named:
             return self._yes(named, tools, 0.6)
         one_thing = _one_thing_now(p) and bool(elsewhere)
         if len(views) < MIN_VIEWS_FOR_NO and not one_thing:
-            return None
+            ans = no_answer(f"{len(views)} view(s) of {p.place}: too few to say it is not there", self.name)
+            ans.text = (f"I cannot tell: I have only {len(views)} view(s) {place_phrase(p.place)} and none shows "
+                        f"{p.target}.")
+            return self._evidence(ans, views)
         count = f"{len(views)}+" if len(views) == PLACE_VIEWS_READ else str(len(views))
         looked = f"{count} view(s) {place_phrase(p.place)}, the last at {self._stamp(views[0]['t'], tools)}"
         evidence = views[:NOT_SEEN_EVIDENCE]
@@ -353,10 +357,12 @@ class RulesPlanner:
         match_here = max(r["similarity"] for r in here)
         later = [r for r in everywhere if r["t"] > newest_here and r.get("waypoint") not in ("", p.place)
                  and r["similarity"] >= match_here - SAME_THING]
+        if any(_names(r, p.target) for r in here):        # named here: only a view naming it elsewhere moved it
+            later = [r for r in later if _names(r, p.target)]
         if not later:
             return None
         return self._last_seen_no(p, later, here, tools, 0.6,
-                                  f"earlier {place_phrase(p.place)}, at {self._hhmm(newest_here, tools)}")
+                                  f"earlier {place_phrase(p.place)}, at {self._stamp(newest_here, tools)}")
 
     def _seen_elsewhere_only(self, p: ParsedQuestion, tools: ToolBox) -> Optional[Answer]:
         """"Is the red box in the meeting room?" where the robot never was, but saw that one red

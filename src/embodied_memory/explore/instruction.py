@@ -38,7 +38,7 @@ _PLACE_HAS = re.compile(r"^(?:does|do|did|would|will) (?:the |a |an )?([a-z][a-z
 # short list: a stop word such as "exit", "long" or "last" may be part of a name ("the fire exit")
 _EDGE_WORDS = FRAME_WORDS | set("""a an the any some my our your is are was were be been do does did can could would will
 have has had it its there that this i i'm me you we us tell please where where's which what room located find found
-see seen saw spot spotted looking look for in to of now""".split())
+see seen saw spot spotted looking look for in to of now last ever still currently""".split())
 
 
 @dataclass(frozen=True)
