@@ -30,7 +30,8 @@ class _DefaultsShown(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "default" in text or action.default is None or action.default is False or action.default in ("", argparse.SUPPRESS) or not action.option_strings:
+        unsaid = action.default is None or action.default is False or action.default in ("", argparse.SUPPRESS)
+        if "default" in text or unsaid or not action.option_strings:
             return text
         return f"{text} (default: %(default)s)"
 

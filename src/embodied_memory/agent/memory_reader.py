@@ -55,6 +55,13 @@ class MemoryReader:
                                                    "order": "newest"})
         return rows[0] if rows else None
 
+    def own_views(self, place: str, start: float, end: float, limit: int) -> list[dict]:
+        """The robot's own latest ``limit`` observations at ``place`` in [start, end], newest first
+        (not the views from elsewhere of someone standing there)."""
+        rows = self.call("waypoint_observations", {"waypoint_id": place, "t_start": start, "t_end": end,
+                                                   "limit": limit, "order": "newest"})
+        return [r for r in rows if "robot_waypoint" not in r]
+
     def recorded(self, start: float, end: float) -> bool:
         """Whether the robot recorded anything in [start, end] (it was on)."""
         return bool(self.call("observations_between", {"t_start": start, "t_end": end, "limit": 1}))

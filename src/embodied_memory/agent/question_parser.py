@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from ..calendar_windows import WEEKDAYS
 from .intents import (FILLERS, FIRST_WORDS, GENERAL, OUT_OF_SCOPE, IntentMatch, allowed_intents, canonical,
                       canonical_form)
-from .slots import (FRAME_WORDS, OPENER_WORDS, ROOM_WORDS, STOP_WORDS, Mention, find_people, find_place,
+from .slots import (FRAME_WORDS, HAVE_WORDS, OPENER_WORDS, ROOM_WORDS, STOP_WORDS, Mention, find_people, find_place,
                     person_names, place_names)
 from .time_expressions import parse_time_expression, unread_time_words
 
@@ -267,7 +267,6 @@ def _object_words(q: str, persons: list[Mention], place: Optional[Mention], time
                                                and not w.isdigit()) or words[i:i + 2] in _STOP_WORD_COMPOUNDS]
 
 
-_HAVE_WORDS = {"have", "has", "contain", "contains"}
 # things whose name starts with a stop word ("the first aid kit" is no first sighting of an "aid kit")
 _STOP_WORD_COMPOUNDS = [["first", "aid"]]
 
@@ -402,7 +401,7 @@ def _unknown_place(q: str, kind: str, place_names: dict[str, str], about_someone
             phrase.pop()
         if phrase and phrase[-1] in _BESIDE and j < len(words) and words[j] == "of":
             continue                               # "in front of the X": the X follows "of"
-        if has and not (j < len(words) and words[j] in _HAVE_WORDS):
+        if has and not (j < len(words) and words[j] in HAVE_WORDS):
             continue                               # "did the elevator come": a thing, not a place asked about
         if (not phrase or phrase[-1] in _NOT_PLACES or all(w in _GENERIC_PLACES for w in phrase)
                 or phrase[0] in _SAME_WORDS):          # "in the same room", "in another room"

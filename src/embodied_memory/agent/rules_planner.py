@@ -311,10 +311,7 @@ class RulesPlanner:
         question) or on at least MIN_VIEWS_FOR_NO of the robot's own views there. A view there that
         names the thing word for word (a long description matches a short phrase less closely) is a
         yes, unless the one thing was seen elsewhere since. None: no grounds either way."""
-        start, end = self._window(tools, p)
-        views = [r for r in self._call(tools, "waypoint_observations", {
-            "waypoint_id": p.place, "t_start": start, "t_end": end, "limit": PLACE_VIEWS_READ, "order": "newest"})
-            if "robot_waypoint" not in r]                 # the robot's own views there, newest first
+        views = self._reader_for(tools).own_views(p.place, *self._window(tools, p), PLACE_VIEWS_READ)
         if not views:
             return None
         described = [r for r in views if not names_no_things(r.get("description", ""))]
@@ -324,12 +321,13 @@ class RulesPlanner:
                         "(no vision-language model), so they do not say what is there.")
             return ans
         views = described
+        one_thing = _one_thing_now(p)
         # only a view elsewhere that names the one thing overrides a view here that names it
-        since = max((r["t"] for r in elsewhere if _names(r, p.target)), default=0.0) if _one_thing_now(p) else 0.0
+        since = max((r["t"] for r in elsewhere if _names(r, p.target)), default=0.0) if one_thing else 0.0
         named = [r for r in views if _names(r, p.target) and r["t"] > since]
         if named:
             return self._yes(named, tools, 0.6)
-        one_thing = _one_thing_now(p) and bool(elsewhere)
+        one_thing = one_thing and bool(elsewhere)
         if len(views) < MIN_VIEWS_FOR_NO and not one_thing:
             ans = no_answer(f"{len(views)} view(s) of {p.place}: too few to say it is not there", self.name)
             ans.text = (f"I cannot tell: I have only {len(views)} view(s) {place_phrase(p.place)} and none shows "

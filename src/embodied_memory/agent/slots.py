@@ -41,6 +41,9 @@ get got here there take bring lead guide drive navigate move head go goes went""
 FRAME_WORDS = frozenset({"whether", "if", "check", "true", "somewhere", "contain", "contains", "containing",
                          "kept", "stored"})
 
+# verbs after which a question names the place before the thing ("does the lobby have ...")
+HAVE_WORDS = frozenset({"have", "has", "contain", "contains"})
+
 # words that make a phrase after "in/at the" a place, whoever the question is about
 ROOM_WORDS = frozenset("""room ballroom hall hallway corridor kitchen office lobby foyer atrium lab laboratory garage garden
 yard courtyard entrance reception bathroom toilet restroom washroom cafeteria canteen library basement attic cellar

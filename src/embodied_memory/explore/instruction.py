@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..agent.answer import extract_json_objects
-from ..agent.slots import FRAME_WORDS, ROOM_WORDS
+from ..agent.slots import FRAME_WORDS, HAVE_WORDS, ROOM_WORDS
 from ..llm.chat_client import LLMError
 
 log = logging.getLogger(__name__)
@@ -27,13 +27,11 @@ _LEADING = re.compile(
     r"(?:where (?:is|are|was|were|'s)|is there|are there|was there|were there|have you seen|did you see|"
     r"do you see|find|look for|search for|go to|navigate to|take me to|show me|locate|what colou?r is|"
     r"how many|which room (?:has|is)|bring me)\s+", re.I)
-_ARTICLES = re.compile(r"^(?:the|a|an|any|some|my|our)\s+", re.I)
 _PLACE = re.compile(r"\s+(?:in|inside|near|next to|by|at|on) (?:the |a |an )?([a-z][a-z _-]*)$", re.I)
 _TRAILING = re.compile(r"(?:\s+(?:now|today|please|right now|again|here|there|around|nearby|anywhere))+$", re.I)
-_COPULA = re.compile(r"\s+(?:is|are|was|were|be)$", re.I)
 # "does the kitchen have a red box": the place comes first
 _PLACE_HAS = re.compile(r"^(?:does|do|did|would|will) (?:the |a |an )?([a-z][a-z _-]*?) "
-                        r"(?:have|has|contain|contains|hold|holds) (.+)$", re.I)
+                        rf"(?:{'|'.join(sorted(HAVE_WORDS))}) (.+)$", re.I)
 # words of a question around a thing's name ("is the red box located", "which room is it in"); a
 # short list: a stop word such as "exit", "long" or "last" may be part of a name ("the fire exit")
 _EDGE_WORDS = FRAME_WORDS | set("""a an the any some my our your is are was were be been do does did can could would will
@@ -78,10 +76,7 @@ def decompose(text: str, target: str = "") -> Instruction:
     elif place:
         areas.append(Related(place.group(1).strip()[:MAX_PHRASE_CHARS], 1))
         core = core[:place.start()]
-    core = _COPULA.sub("", _TRAILING.sub("", core))
-    while _ARTICLES.match(core):
-        core = _ARTICLES.sub("", core, count=1)
-    found = _without_edge_words(core).lower()[:MAX_PHRASE_CHARS]
+    found = _without_edge_words(_TRAILING.sub("", core)).lower()[:MAX_PHRASE_CHARS]   # articles, copulas too
     explicit = " ".join(str(target).split()).strip().lower()[:MAX_PHRASE_CHARS]
     return Instruction(words, explicit or found or words.lower()[:MAX_PHRASE_CHARS], (), tuple(areas), "words")
 
