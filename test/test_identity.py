@@ -66,25 +66,52 @@ def unit(v):
     return v / np.linalg.norm(v)
 
 
-def test_a_bridging_face_merges_two_clusters():
-    manager = IdentityManager(IdentityParams(eps=0.3, min_samples=3))
-    a = unit([1, 0, 0, 0])
-    b = unit([0.6, 0.8, 0, 0])           # cos(a, b) = 0.6: two identities
-    first = [manager.assign(a).identity_id for _ in range(2)]
-    second = [manager.assign(b).identity_id for _ in range(2)]
-    assert first[0] != second[0]
-    bridge = manager.assign(unit([0.9, 0.45, 0, 0]))   # close to both (cos 0.89 and 0.9)
-    assert bridge.merged == [(second[0], first[0])] and bridge.identity_id == first[0]
-    assert manager.assign(b).identity_id == first[0]
-    assert manager.identities == [first[0]]
+def at(degrees):
+    return unit([np.cos(np.radians(degrees)), np.sin(np.radians(degrees)), 0, 0])
 
+
+def test_a_chain_of_near_faces_does_not_merge_two_people():
+    """Single-link growth (HUMEMBR's DBSCAN) joins two people through a few faces between them;
+    k-nearest average linkage and centroid merges do not: each bridge joins one side."""
+    manager = IdentityManager(IdentityParams(eps=0.3, merge_eps=0.2, min_samples=3))
+    ann = {manager.assign(at(0)).identity_id for _ in range(4)}
+    ben = {manager.assign(at(70)).identity_id for _ in range(4)}
+    assert len(ann) == len(ben) == 1 and ann != ben
+    bridges = [manager.assign(at(d)) for d in (15, 25, 35, 45, 55, 20, 30, 40, 50)]
+    assert all(b.merged == [] for b in bridges)
+    assert {b.identity_id for b in bridges} <= ann | ben
+    assert manager.assign(at(0)).identity_id in ann and manager.assign(at(70)).identity_id in ben
+    assert len(manager.identities) == 2
+
+
+def test_two_identities_of_one_person_merge_by_average_linkage():
+    manager = IdentityManager(IdentityParams(eps=0.15, merge_eps=0.25, min_samples=3))
+    first = {manager.assign(at(0)).identity_id for _ in range(3)}
+    second = [manager.assign(at(35)) for _ in range(3)]     # 0.18 from every earlier face: a new identity ...
+    assert second[0].identity_id not in first
+    assert second[-1].merged == [(second[0].identity_id, *first)]   # ... until its exemplars average close
+    assert manager.identities == sorted(first)
+
+
+def test_two_faces_in_one_keyframe_are_never_one_identity():
+    """Cannot-link: the people of one keyframe get distinct identities even when one of them is
+    nearest to the other's identity, and two identities once seen together never merge."""
+    from embodied_memory.people.identity import Evidence
+    manager = IdentityManager(IdentityParams(eps=0.3, merge_eps=0.25, min_samples=1))
+    ann = manager.assign(at(0)).identity_id
+    together = manager.assign_frame(10.0, [Evidence(at(5)), Evidence(at(12))])   # both nearest to Ann
+    ids = [r.identity_id for r in together]
+    assert ids[0] == ann and ids[1] != ann and ids[1]
+    assert manager.cannot_link(ids[0], ids[1])
+    for _ in range(5):     # more faces between them: the two stay two
+        assert manager.assign(at(8)).merged == []
+    assert len(manager.identities) == 2
 
 
 def test_one_face_near_a_single_point_of_another_cluster_does_not_chain_them():
     """Two people; a blurred face close to three of Ann's faces and to one of Ben's (the one
     most like Ann) joins Ann and merges nothing: Ben stays Ben."""
     manager = IdentityManager(IdentityParams(eps=0.3, min_samples=3))      # eps: 45.6 degrees apart
-    at = lambda degrees: unit([np.cos(np.radians(degrees)), np.sin(np.radians(degrees)), 0, 0])  # noqa: E731
     ann, ben_near, ben = at(0), at(50), at(75)
     first = {manager.assign(ann).identity_id for _ in range(3)}
     second = {manager.assign(v).identity_id for v in (ben, ben, ben_near)}

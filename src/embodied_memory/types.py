@@ -122,6 +122,20 @@ class Episode:
 
 
 @dataclass(frozen=True)
+class StoredSighting:
+    """One stored person sighting with what identity assignment reads (consolidation's input)."""
+    sighting_id: int
+    obs: int                              # the observation (keyframe) row it belongs to
+    t: float
+    identity_id: str
+    box: tuple[float, float, float, float]
+    face_box: Optional[tuple[float, float, float, float]] = None
+    face_embedding: Vector = None
+    reid_embedding: Vector = None
+    position: Optional[tuple[float, float]] = None
+
+
+@dataclass
 class Identity:
     identity_id: str
     display_name: str = ""

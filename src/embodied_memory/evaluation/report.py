@@ -82,6 +82,14 @@ def _identity_lines(identity: dict) -> list[str]:
             lines.append(f"| {variant} | {stage.replace('_', ' ')} | {m['people']} | {m['identities']} | "
                          f"{_fmt(m['ids_per_person'])} | {_fmt(m['purity'], 3)} | {_fmt(m['pairwise_precision'], 3)} |"
                          f" {_fmt(m['pairwise_recall'], 3)} | {m['named']} / {m['named_correctly']} |")
+        for day, m in (stages.get("after_naming") or {}).get("per_day", {}).items():
+            lines.append(f"| {variant} | day {day} | {m['people']} | {m['identities']} | {_fmt(m['ids_per_person'])} | "
+                         f"{_fmt(m['purity'], 3)} | {_fmt(m['pairwise_precision'], 3)} | "
+                         f"{_fmt(m['pairwise_recall'], 3)} | |")
+        never = (stages.get("after_naming") or {}).get("never_identified")
+        if never is not None:
+            lines.append(f"| {variant} | never identified (in view in >= 10 keyframes) | {len(never)} | | | | | | "
+                         f"{', '.join(never) or '-'} |")
         op = stages.get("naming")
         if op:
             lines.append(f"| {variant} | {op['mode']} | | | | | | | reviewed {op['reviewed']} of {op['identities']}, "

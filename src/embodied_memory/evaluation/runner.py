@@ -383,7 +383,8 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
                                       naming, data)
             names_of = naming_report.named
             kept = {**wanted, "keyframes": report.keyframes, "stage_s": report.stage_s,
-                    "identity": {"clustering": clustering, "after_naming": identity_metrics(query, truth),
+                    "identity": {"clustering": clustering,
+                                 "after_naming": identity_metrics(query, truth, store.observation_times()),
                                  "naming": naming_report.to_dict()} if people else {}}
             marker.write_text(json.dumps(kept, indent=1))
         agent = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules", llm_base_url=llm_base_url, llm_model=llm_model),

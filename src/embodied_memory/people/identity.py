@@ -1,24 +1,37 @@
-"""Person identity: online DBSCAN over face embeddings, re-ID association for faceless
-sightings, merges when evidence joins two clusters, pseudonymous ids stable across restarts.
+"""Person identity: pseudonymous ids for people, from face embeddings that do not chain,
+short-term tracks and same-day body re-ID; ids stable across restarts.
 
-HUMEMBR's two stages:
-1. Sightings with a face embedding are clustered with an incremental DBSCAN (cosine distance,
-   ``eps``, ``min_samples``).  A new point joins the cluster of its neighbours; if it is a
-   core point of several clusters (at least ``min_samples - 1`` neighbours in each) they are
-   merged (the oldest id survives, the others are reported so the memory can relabel them);
-   otherwise it joins the cluster it has most neighbours in (no chaining through one point).
-   A point with no clustered neighbour opens a
-   new identity at once (tentative until it has ``min_samples`` points), so every sighting
-   with a face gets an id immediately.
-2. Sightings without a face are matched by body re-ID embedding to the nearest identity's
-   recent re-ID embeddings, accepted under ``reid_threshold`` (cosine distance).
+Online assignment, one keyframe at a time (``assign_frame``), from the face-clustering and
+multi-object-tracking literature rather than single-link growth:
+1. **Tracks** (``people.tracks``): a sighting close in time and place to one of the previous
+   keyframes' continues its track; a track's faces vote together and a faceless or poorly
+   seen sighting in a track inherits its identity.
+2. **Faces, quality-gated**: a face smaller than ``min_face_px`` never opens an identity nor
+   joins an identity's exemplars; it is matched only at the stricter ``eps_low_quality``.  A
+   face's distance to an identity is 1 - the mean of its ``k`` highest cosine similarities to
+   that identity's exemplars (k-nearest average linkage: one stray exemplar cannot pull a
+   stranger in).
+3. **Cannot-link**: the sightings of one keyframe are assigned jointly (Hungarian), so two
+   people in one keyframe are never one identity, and every pair of identities seen together
+   is remembered: they are never merged.
+4. **Merges by average linkage**: an identity with ``min_samples`` exemplars is merged into
+   another whose exemplars are, on average, within ``merge_eps`` (the centroid distance) and
+   that was never seen beside it; the oldest id survives, the others are reported (``merged``)
+   so the memory relabels them.  Merges a face bridged under single-link DBSCAN (HUMEMBR's
+   first stage) do not happen.
+5. **Body re-ID** only within ``reid_window_s`` (people change clothes between days): a
+   faceless sighting outside any track matches the nearest identity's recent re-ID
+   embeddings under ``reid_threshold``.
+Consolidation (``people.consolidation``) later re-clusters the stored sightings and applies
+merges and splits that need the whole history.
 
 Crash safety: with a ``path``, every assignment's input is appended to a journal; ``sync``
 (called before anything is published) makes it durable; ``save`` writes a snapshot and
 empties the journal, and loading replays the journal on the snapshot (assignment is
-deterministic) and snapshots again (one file, fsync'd), so after ``kill -9`` no id is issued
-twice; every merge so far is kept (``merge_log``) for the caller to send again after a start.
-The state is locked: a second manager on the same directory fails (after ``lock_wait_s``).
+deterministic, tracks included) and snapshots again (one file, fsync'd), so after ``kill -9``
+no id is issued twice; every merge so far is kept (``merge_log``) for the caller to send again
+after a start.  The state is locked: a second manager on the same directory fails (after
+``lock_wait_s``).
 
 Forgetting (``forget``) removes an identity's face points and re-ID embeddings and snapshots
 at once (the forgotten points leave the journal too). With ``suppress`` its face points are
@@ -41,6 +54,7 @@ from typing import Optional
 import numpy as np
 
 from ..config import ConfigError
+from .tracks import Track, TrackBook, TrackParams
 
 log = logging.getLogger(__name__)
 JOURNAL = "identities.journal"
@@ -49,25 +63,65 @@ SNAPSHOT = "identities.npz"
 
 @dataclass(frozen=True)
 class IdentityParams:
-    eps: float = 0.52                 # HUMEMBR: face DBSCAN eps (cosine distance)
-    min_samples: int = 3              # HUMEMBR: k
+    eps: float = 0.52                 # max face distance to join an identity (1 - mean of the k best cosines)
+    min_samples: int = 3              # exemplars before an identity may merge or be merged
     reid_threshold: float = 0.1       # max cosine distance for a faceless re-ID match (generic
                                       # MobileNetV2 features put different people at 0.12-0.3)
     reid_memory: int = 50             # re-ID embeddings kept per identity
     max_face_points: int = 20000      # oldest face points are forgotten beyond this
     max_suppressed_points: int = 5000  # do-not-record face points of forgotten people (oldest go first)
     id_prefix: str = "person_"
+    k: int = 3                        # exemplars averaged for a face's distance to an identity
+    merge_eps: float = 0.40           # max centroid (average-linkage) distance for an online merge
+    min_face_px: float = 16.0         # a smaller face (its box's shorter side) opens no identity, adds no exemplar
+    eps_low_quality: float = 0.40     # ... and joins an identity only this close
+    track_eps: float = 0.65           # a track's face within this of the track's identity keeps it
+    reid_window_s: float = 12 * 3600.0  # body re-ID is evidence within this long only (clothes change daily)
+    max_exemplars: int = 300          # face points kept per identity (the oldest go first)
+
+    def validate(self) -> None:
+        if not (0 < self.eps < 2 and 0 < self.merge_eps < 2 and 0 < self.eps_low_quality < 2 and
+                0 < self.track_eps < 2):
+            raise ValueError("identity eps, merge_eps, eps_low_quality, track_eps: cosine distances in (0, 2)")
+        if self.min_samples < 1 or self.k < 1 or self.max_exemplars < self.k or self.min_face_px < 0:
+            raise ValueError("identity min_samples, k >= 1; max_exemplars >= k; min_face_px >= 0")
+        if not self.reid_window_s > 0 or not 0 <= self.reid_threshold < 2:
+            raise ValueError("identity reid_window_s > 0, reid_threshold a cosine distance in [0, 2)")
+
+
+@dataclass
+class Evidence:
+    """What perception saw of one person in one keyframe (the identity manager's input)."""
+    face: Optional[np.ndarray] = None           # face embedding
+    reid: Optional[np.ndarray] = None           # body appearance embedding
+    face_px: float = 0.0                        # the face box's shorter side (quality); 0: unknown
+    position: Optional[tuple[float, float]] = None   # where they stood (fixed frame), for tracking
+    box: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+
+    def to_json(self) -> dict:
+        return {"face": None if self.face is None else self.face.tolist(),
+                "reid": None if self.reid is None else self.reid.tolist(), "q": self.face_px,
+                "p": None if self.position is None else list(self.position), "b": list(self.box)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Evidence":
+        return cls(np.asarray(d["face"], np.float32) if d.get("face") else None,
+                   np.asarray(d["reid"], np.float32) if d.get("reid") else None, float(d.get("q", 0.0)),
+                   tuple(d["p"]) if d.get("p") else None, tuple(d.get("b", (0, 0, 0, 0))))
 
 
 @dataclass
 class Assignment:
     identity_id: str                  # "" when unresolved
     confidence: float
-    via: str                          # face | reid | none
+    via: str                          # face | track | reid | none | suppressed
     merged: list[tuple[str, str]] = field(default_factory=list)  # (absorbed id, surviving id)
+    track_id: int = 0                 # the short-term track (0: no tracking)
 
 
-def _unit(vec) -> np.ndarray:
+def _unit(vec) -> Optional[np.ndarray]:
+    if vec is None or not np.size(vec):
+        return None
     v = np.asarray(vec, dtype=np.float32).reshape(-1)
     n = float(np.linalg.norm(v))
     return v / n if n > 0 else v
@@ -77,15 +131,18 @@ class IdentityManager:
     """Thread-safe; ``path`` (a directory) makes ids survive restarts."""
 
     def __init__(self, params: IdentityParams = IdentityParams(), path: Optional[str | Path] = None,
-                 lock_wait_s: float = 60.0):
+                 lock_wait_s: float = 60.0, tracks: TrackParams = TrackParams()):
+        params.validate()
         self.params = params
         self.path = Path(path).expanduser() if path else None
         self._lock = threading.Lock()
-        self._faces = np.zeros((0, 0), dtype=np.float32)    # face embeddings (unit rows)
+        self._faces = np.zeros((0, 0), dtype=np.float32)    # face exemplars (unit rows)
         self._labels: list[int] = []                          # cluster per face point
         self._clusters: dict[int, str] = {}                   # cluster -> identity id
-        self._reid: dict[str, list[np.ndarray]] = {}          # identity -> recent re-ID embeddings
+        self._reid: dict[str, list[tuple[Optional[float], np.ndarray]]] = {}   # identity -> recent (t, re-ID)
         self._suppressed = np.zeros((0, 0), dtype=np.float32)  # faces of forgotten people (no id)
+        self._cannot: set[tuple[str, str]] = set()            # identity pairs seen in one keyframe
+        self._tracks = TrackBook(tracks)
         self._next = 1
         self._journal = None
         self._seq = 0                                         # journal entries applied
@@ -134,7 +191,14 @@ class IdentityManager:
         self._clusters = {int(k): v for k, v in meta["clusters"].items()}
         self._next = int(meta["next"])
         self._seq = int(meta.get("seq", 0))
-        self._reid = {k: [np.asarray(v, np.float32) for v in vs] for k, vs in meta.get("reid", {}).items()}
+        self._reid = {k: [(t, np.asarray(v, np.float32)) for t, v in
+                          (e if isinstance(e, list) and len(e) == 2 and isinstance(e[1], list) else (None, e)
+                           for e in vs)] for k, vs in meta.get("reid", {}).items()}
+        self._cannot = {tuple(pair) for pair in meta.get("cannot_link", [])}
+        for d in meta.get("tracks", []):
+            self._tracks.tracks.append(Track(d["id"], d["t"], tuple(d["p"]) if d.get("p") else None,
+                                             tuple(d["b"]), d.get("identity", ""), d.get("n", 0)))
+        self._tracks._next = int(meta.get("next_track", 1))
         if "suppressed" in data:
             self._suppressed = data["suppressed"].astype(np.float32)
         self.merge_log = [tuple(m) for m in meta.get("merges", [])]
@@ -155,9 +219,10 @@ class IdentityManager:
                 break
             if entry.get("n", 0) <= self._seq:
                 continue   # already in the snapshot (a crash between snapshot and new journal)
-            face, reid = entry.get("face"), entry.get("reid")
-            self._assign(np.asarray(face, np.float32) if face else None,
-                         np.asarray(reid, np.float32) if reid else None)
+            if "frame" in entry:
+                self._assign_frame(entry.get("t"), [Evidence.from_json(e) for e in entry["frame"]])
+            else:          # written before frames were journalled whole: one sighting
+                self._assign_frame(None, [Evidence.from_json(entry)])
             self._seq = entry["n"]
             replayed += 1
         log.info("replayed %d identity journal entries (next id %d)", replayed, self._next)
@@ -188,8 +253,12 @@ class IdentityManager:
         """One file, replaced atomically and fsync'd before the journal is emptied."""
         self.path.mkdir(parents=True, exist_ok=True)
         meta = {"clusters": {str(k): v for k, v in self._clusters.items()}, "next": self._next, "seq": self._seq,
-                "reid": {k: [v.tolist() for v in vs] for k, vs in self._reid.items()},
-                "merges": [list(m) for m in self.merge_log]}
+                "reid": {k: [[t, v.tolist()] for t, v in vs] for k, vs in self._reid.items()},
+                "merges": [list(m) for m in self.merge_log], "cannot_link": sorted(list(p) for p in self._cannot),
+                "tracks": [{"id": t.track_id, "t": t.t, "p": list(t.position) if t.position else None,
+                            "b": list(t.box), "identity": t.identity_id, "n": t.sightings}
+                           for t in self._tracks.tracks],
+                "next_track": self._tracks._next}
         tmp = self.path / f"{SNAPSHOT}.tmp"
         with open(tmp, "wb") as f:
             np.savez(f, faces=self._faces, labels=np.asarray(self._labels, dtype=np.int64),
@@ -212,93 +281,212 @@ class IdentityManager:
     def identities(self) -> list[str]:
         return sorted(set(self._clusters.values()))
 
+    def cannot_link(self, a: str, b: str) -> bool:
+        """True when ``a`` and ``b`` were seen in one keyframe (two people)."""
+        return (min(a, b), max(a, b)) in self._cannot
+
     def _new_identity(self) -> str:
         ident = f"{self.params.id_prefix}{self._next:04d}"
         self._next += 1
         return ident
 
     def assign(self, face_embedding=None, reid_embedding=None) -> Assignment:
-        face = _unit(face_embedding) if face_embedding is not None and np.size(face_embedding) else None
-        reid = _unit(reid_embedding) if reid_embedding is not None and np.size(reid_embedding) else None
+        """One sighting on its own (no keyframe, no track, re-ID without a time window)."""
+        return self.assign_frame(None, [Evidence(_unit(face_embedding), _unit(reid_embedding))])[0]
+
+    def assign_frame(self, t: Optional[float], sightings: list[Evidence]) -> list[Assignment]:
+        """Identities for the people of one keyframe at time ``t`` (None: untracked), jointly."""
+        sightings = [Evidence(_unit(e.face), _unit(e.reid), e.face_px, e.position, e.box) for e in sightings]
         with self._lock:
-            result = self._assign(face, reid)
-            if result.via != "none" or reid is not None:
-                self._append({"face": None if face is None else face.tolist(),
-                              "reid": None if reid is None else reid.tolist()})
-            return result
+            results = self._assign_frame(t, sightings)
+            if any(r.via not in ("none", "suppressed") for r in results) or any(e.reid is not None for e in sightings):
+                self._append({"t": t, "frame": [e.to_json() for e in sightings]})
+            return results
 
-    def _assign(self, face: Optional[np.ndarray], reid: Optional[np.ndarray]) -> Assignment:
-        if face is not None and len(self._suppressed) and face.shape[0] == self._suppressed.shape[1] and \
-                float(np.max(self._suppressed @ face)) >= 1.0 - self.params.eps:
-            return Assignment("", 0.0, "suppressed")   # a forgotten person: not recorded
-        if face is not None:
-            result = self._assign_face(face)
-        elif reid is not None:
-            result = self._assign_reid(reid)
-        else:
-            return Assignment("", 0.0, "none")
-        if reid is not None and result.identity_id:
-            bank = self._reid.setdefault(result.identity_id, [])
-            bank.append(reid)
-            del bank[:-self.params.reid_memory]
-        return result
+    def _good(self, e: Evidence) -> bool:
+        return e.face is not None and (e.face_px <= 0 or e.face_px >= self.params.min_face_px)
 
-    def _assign_face(self, face: np.ndarray) -> Assignment:
+    def _face_distances(self, face: np.ndarray, idents: list[str]) -> np.ndarray:
+        """1 - mean of the k best cosines to each identity's exemplars (inf where it has none)."""
+        out = np.full(len(idents), np.inf)
+        if self._faces.size == 0 or face.shape[0] != self._faces.shape[1]:
+            return out
+        sims = self._faces @ face
+        by_ident: dict[str, list[float]] = {}
+        labels = self._labels
+        for i in np.argsort(-sims):
+            ident = self._clusters[labels[i]]
+            best = by_ident.setdefault(ident, [])
+            if len(best) < self.params.k:
+                best.append(float(sims[i]))
+        index = {ident: j for j, ident in enumerate(idents)}
+        for ident, best in by_ident.items():
+            if ident in index:
+                out[index[ident]] = 1.0 - sum(best) / len(best)
+        return out
+
+    def _assign_frame(self, t: Optional[float], sightings: list[Evidence]) -> list[Assignment]:
+        from scipy.optimize import linear_sum_assignment
         p = self.params
-        if self._faces.size == 0:
-            self._faces = face[None, :]
-        else:
-            if face.shape[0] != self._faces.shape[1]:
-                raise ValueError(f"face embedding has {face.shape[0]} values, earlier ones {self._faces.shape[1]}")
-            self._faces = np.vstack([self._faces, face[None, :]])
-        distances = 1.0 - self._faces[:-1] @ face if len(self._faces) > 1 else np.zeros(0)
-        neighbours = np.flatnonzero(distances <= p.eps)
-        labels = np.asarray(self._labels, dtype=np.int64)
-        clusters = sorted({int(labels[i]) for i in neighbours if labels[i] >= 0})
-        merged: list[tuple[str, str]] = []
-        if not clusters:
-            cluster = max(self._clusters, default=-1) + 1
-            self._clusters[cluster] = self._new_identity()
-            # unclustered neighbours (there are none: every point gets a cluster) stay as they are
-        else:
-            # a merge needs the face to be a core point of each cluster on its own (at least
-            # min_samples - 1 neighbours in it): one face near a single point of another cluster
-            # (a blurred, distant face) does not chain two people together; it joins the cluster
-            # it has most neighbours in.  The oldest identity survives a merge.
-            in_cluster = {c: int(np.sum(labels[neighbours] == c)) for c in clusters}
-            dense = [c for c in clusters if in_cluster[c] + 1 >= p.min_samples]
-            if dense:
-                cluster = min(dense, key=lambda c: self._clusters[c])
-            else:   # most neighbours, then the nearest one
-                nearest = {c: float(np.min(distances[neighbours][labels[neighbours] == c])) for c in clusters}
-                cluster = max(clusters, key=lambda c: (in_cluster[c], -nearest[c]))
-            if len(dense) > 1:
-                for other in dense:
-                    if other == cluster:
-                        continue
-                    absorbed, survivor = self._clusters[other], self._clusters[cluster]
-                    if absorbed != survivor:
-                        merged.append((absorbed, survivor))
-                        self._reid.setdefault(survivor, []).extend(self._reid.pop(absorbed, []))
-                    labels[labels == other] = cluster
-                    del self._clusters[other]
-                self._labels = labels.tolist()
-        self._labels.append(cluster)
-        if len(self._labels) > p.max_face_points:
-            self._faces, self._labels = self._faces[-p.max_face_points:], self._labels[-p.max_face_points:]
-        ident = self._clusters[cluster]
-        confidence = float(1.0 - np.min(distances[neighbours])) if len(neighbours) else 0.5
-        self.merge_log.extend(merged)
+        for e in sightings:
+            if e.face is not None and self._faces.size and e.face.shape[0] != self._faces.shape[1]:
+                raise ValueError(f"face embedding has {e.face.shape[0]} values, earlier ones {self._faces.shape[1]}")
+        results: list[Optional[Assignment]] = [None] * len(sightings)
+        for i, e in enumerate(sightings):
+            if e.face is not None and len(self._suppressed) and e.face.shape[0] == self._suppressed.shape[1] and \
+                    float(np.max(self._suppressed @ e.face)) >= 1.0 - p.eps:
+                results[i] = Assignment("", 0.0, "suppressed")   # a forgotten person: not recorded
+        live = [i for i in range(len(sightings)) if results[i] is None]
+        tracks = dict(zip(live, self._tracks.associate(t, [(sightings[i].position, sightings[i].box) for i in live])))\
+            if t is not None else {}
+        idents = self.identities
+        taken: set[str] = set()
+        # 1. faces, jointly (one identity per person of the keyframe)
+        faced = [i for i in live if sightings[i].face is not None]
+        if faced and idents:
+            dist = np.stack([self._face_distances(sightings[i].face, idents) for i in faced])
+            limit = np.array([p.eps if self._good(sightings[i]) else p.eps_low_quality for i in faced])[:, None]
+            cost = np.where(dist <= limit, dist, 10.0)
+            for row, i in enumerate(faced):   # a track's own identity is preferred on a tie
+                track = tracks.get(i)
+                if track is not None and track.identity_id in idents:
+                    cost[row, idents.index(track.identity_id)] -= 0.05
+            for row, col in zip(*linear_sum_assignment(cost)):
+                if cost[row, col] < 10.0:
+                    i = faced[row]
+                    results[i] = Assignment(idents[col], float(1.0 - dist[row, col]), "face")
+                    taken.add(idents[col])
+        # 2. a track keeps its identity (a face of it close enough, a poor face or none)
+        for i in live:
+            track = tracks.get(i)
+            if results[i] is not None or track is None or not track.identity_id or track.identity_id in taken:
+                continue
+            e = sightings[i]
+            if e.face is not None and self._good(e):
+                d = float(self._face_distances(e.face, [track.identity_id])[0])
+                if d > p.track_eps:
+                    continue   # a clear face of someone else: the track was wrong
+            results[i] = Assignment(track.identity_id, 0.5, "track")
+            taken.add(track.identity_id)
+        # 3. a clear face of nobody known opens an identity
+        for i in live:
+            if results[i] is None and self._good(sightings[i]):
+                results[i] = Assignment(self._new_identity(), 0.5, "face")
+                taken.add(results[i].identity_id)
+        # 4. body re-ID, same day only
+        for i in live:
+            if results[i] is None:
+                results[i] = self._assign_reid(sightings[i].reid, t, taken) if sightings[i].reid is not None \
+                    else Assignment("", 0.0, "none")
+                taken.add(results[i].identity_id)
+        # bookkeeping: exemplars, re-ID banks, tracks, cannot-links, merges
+        for i in live:
+            r, e = results[i], sightings[i]
+            if not r.identity_id:
+                continue
+            if self._good(e) and r.via in ("face", "track"):
+                self._add_exemplar(r.identity_id, e.face)
+            if e.reid is not None:
+                bank = self._reid.setdefault(r.identity_id, [])
+                bank.append((t, e.reid))
+                del bank[:-p.reid_memory]
+            track = tracks.get(i)
+            if track is not None:
+                track.identity_id = r.identity_id
+                r.track_id = track.track_id
+        present = sorted({r.identity_id for r in results if r is not None and r.identity_id})
+        for x in range(len(present)):
+            for y in range(x + 1, len(present)):
+                self._cannot.add((present[x], present[y]))
+        merged = self._merge_candidates({r.identity_id for r in results if r.identity_id and r.via == "face"})
         for absorbed, survivor in merged:
-            log.info("identity %s merged into %s (a face joined both clusters)", absorbed, survivor)
-        return Assignment(ident, confidence, "face", merged)
+            for r in results:
+                if r.identity_id == absorbed:
+                    r.identity_id = survivor
+        if merged:
+            for r in results:
+                if r.identity_id:
+                    r.merged = list(merged)
+                    break
+        return [r for r in results]
 
-    def _assign_reid(self, reid: np.ndarray) -> Assignment:
+    def _add_exemplar(self, ident: str, face: np.ndarray) -> None:
+        cluster = next((c for c, i in self._clusters.items() if i == ident), None)
+        if cluster is None:
+            cluster = max(self._clusters, default=-1) + 1
+            self._clusters[cluster] = ident
+        self._faces = face[None, :] if self._faces.size == 0 else np.vstack([self._faces, face[None, :]])
+        self._labels.append(cluster)
+        mine = [j for j, lab in enumerate(self._labels) if lab == cluster]
+        drop = mine[:-self.params.max_exemplars] if len(mine) > self.params.max_exemplars else []
+        if len(self._labels) > self.params.max_face_points:
+            drop = sorted(set(drop) | set(range(len(self._labels) - self.params.max_face_points)))
+        if drop:
+            keep = np.setdiff1d(np.arange(len(self._labels)), drop)
+            self._faces = self._faces[keep]
+            self._labels = [self._labels[j] for j in keep]
+
+    def _centroids(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(identity ids, sum of each one's exemplars, their counts)."""
+        idents = self.identities
+        index = {ident: j for j, ident in enumerate(idents)}
+        sums = np.zeros((len(idents), self._faces.shape[1] if self._faces.size else 1), np.float64)
+        counts = np.zeros(len(idents))
+        if self._faces.size:
+            rows = np.array([index[self._clusters[lab]] for lab in self._labels])
+            np.add.at(sums, rows, self._faces)
+            np.add.at(counts, rows, 1)
+        return idents, sums, counts
+
+    def _merge_candidates(self, touched: set[str]) -> list[tuple[str, str]]:
+        """Merge each touched identity into those within ``merge_eps`` by average linkage (the
+        mean cosine over all pairs of exemplars), never across a cannot-link."""
+        p = self.params
+        merged: list[tuple[str, str]] = []
+        for ident in sorted(touched):
+            if ident not in self._clusters.values():
+                continue     # absorbed already
+            idents, sums, counts = self._centroids()
+            me = idents.index(ident)
+            if counts[me] < p.min_samples:
+                continue
+            with np.errstate(invalid="ignore", divide="ignore"):
+                avg = (sums @ sums[me]) / (counts * counts[me])
+            for other in np.argsort(-avg):
+                o = idents[other]
+                if other == me or counts[other] < p.min_samples or 1.0 - avg[other] > p.merge_eps:
+                    continue
+                if self.cannot_link(ident, o):
+                    continue
+                survivor, absorbed = min(ident, o), max(ident, o)
+                self._merge(absorbed, survivor)
+                merged.append((absorbed, survivor))
+                break
+        return merged
+
+    def _merge(self, absorbed: str, survivor: str) -> None:
+        keep = next(c for c, i in self._clusters.items() if i == survivor)
+        for c in [c for c, i in self._clusters.items() if i == absorbed]:
+            self._labels = [keep if lab == c else lab for lab in self._labels]
+            del self._clusters[c]
+        self._reid.setdefault(survivor, []).extend(self._reid.pop(absorbed, []))
+        for a, b in list(self._cannot):
+            if absorbed in (a, b):
+                self._cannot.discard((a, b))
+                other = b if a == absorbed else a
+                if other != survivor:
+                    self._cannot.add((min(other, survivor), max(other, survivor)))
+        self._tracks.relabel(absorbed, survivor)
+        self.merge_log.append((absorbed, survivor))
+        log.info("identity %s merged into %s (average linkage)", absorbed, survivor)
+
+    def _assign_reid(self, reid: np.ndarray, t: Optional[float], taken: set[str]) -> Assignment:
         best, best_dist = "", 2.0
         for ident, bank in self._reid.items():
-            if not bank:
+            recent = [v for bt, v in bank if t is None or bt is None or abs(t - bt) <= self.params.reid_window_s]
+            if ident in taken or not recent:
                 continue
-            dist = float(np.min(1.0 - np.stack(bank) @ reid))
+            dist = float(np.min(1.0 - np.stack(recent) @ reid))
             if dist < best_dist:
                 best, best_dist = ident, dist
         if best and best_dist <= self.params.reid_threshold:
@@ -330,6 +518,8 @@ class IdentityManager:
         for c in clusters:
             del self._clusters[c]
         self._reid.pop(identity_id, None)
+        self._cannot = {pair for pair in self._cannot if identity_id not in pair}
+        self._tracks.drop_identity(identity_id)
         return known
 
     def close(self) -> None:

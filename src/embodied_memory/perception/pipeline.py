@@ -8,14 +8,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Sequence
 
 import cv2
 import numpy as np
 
-from ..people.identity import IdentityManager, IdentityParams
+from ..people.identity import Evidence, IdentityManager, IdentityParams
 from ..types import Keyframe, Observation, PersonSighting, Pose
 from .describer import DetectorDescriber, VLMDescriber
 from .projection import person_position
@@ -46,9 +46,12 @@ class PerceptionParams:
     vlm_model: str = ""
     vlm_api_key_env: str = "OPENAI_API_KEY"
     text_embedder: str = "minilm"           # minilm | hash
-    identity_eps: float = 0.52
-    identity_min_samples: int = 3
-    reid_threshold: float = 0.1
+    identity_eps: float = IdentityParams.eps                  # a face joins an identity this close (people/identity.py)
+    identity_min_samples: int = IdentityParams.min_samples
+    identity_merge_eps: float = IdentityParams.merge_eps      # two identities merge this close on average
+    identity_min_face_px: float = IdentityParams.min_face_px  # smaller faces open no identity
+    reid_threshold: float = IdentityParams.reid_threshold
+    reid_window_s: float = IdentityParams.reid_window_s       # body re-ID counts within this long (clothes change)
     data_dir: str = "~/.local/share/embodied_memory/default"   # identities/ go here (the memory writes images/)
     jpeg_quality: int = 90
     device: str = "cuda"                    # for GPU backends
@@ -64,6 +67,11 @@ class PerceptionParams:
                 raise ValueError(f"{key}: unknown '{getattr(self, key)}' ({' | '.join(allowed)})")
         if self.describer == "vlm" and not self.vlm_base_url:
             raise ValueError("describer 'vlm' needs vlm_base_url (an OpenAI-compatible endpoint serving a VLM)")
+
+
+def face_px(face_box) -> float:
+    """A face's size for quality gating: its box's shorter side in pixels (0 without a face)."""
+    return float(min(face_box[2] - face_box[0], face_box[3] - face_box[1])) if face_box is not None else 0.0
 
 
 def _inside(point: tuple[float, float], box) -> bool:
@@ -107,7 +115,9 @@ class Perception:
                           if p.describer == "vlm" else DetectorDescriber())
         from ..text_embedding import make_text_embedder
         self.text_embedder = make_text_embedder(p.text_embedder, 384)
-        self.identities = IdentityManager(IdentityParams(p.identity_eps, p.identity_min_samples, p.reid_threshold),
+        self.identities = IdentityManager(replace(IdentityParams(), eps=p.identity_eps, min_samples=p.identity_min_samples,
+                                                  merge_eps=p.identity_merge_eps, min_face_px=p.identity_min_face_px,
+                                                  reid_threshold=p.reid_threshold, reid_window_s=p.reid_window_s),
                                           self.data_dir / "identities")
         # identity merges not yet sent to the memory: at start every merge so far (the memory may
         # have missed some while down; a merge sent twice changes nothing)
@@ -124,9 +134,10 @@ class Perception:
 
     def people_in(self, image: np.ndarray, depth: Optional[np.ndarray] = None,
                   intrinsics: Optional[tuple[float, float, float, float]] = None,
-                  pose: Optional[Pose] = None) -> list[PersonSighting]:
-        """Detect people and faces, embed them, give each an identity; with depth, intrinsics
-        and a pose, where each one stood (``projection.person_position``)."""
+                  pose: Optional[Pose] = None, stamp: Optional[float] = None) -> list[PersonSighting]:
+        """Detect people and faces, embed them, give the keyframe's people identities jointly
+        (``IdentityManager.assign_frame``: tracked from the keyframes before ``stamp``); with
+        depth, intrinsics and a pose, where each one stood (``projection.person_position``)."""
         start = time.perf_counter()
         bodies = self.detector.detect(image) if self.detector else []
         self._timed("person_detection", start)
@@ -165,8 +176,9 @@ class Perception:
             for s in sightings:
                 s.position = person_position(s.box, depth, size, intrinsics, pose)
         recorded = []
-        for s in sightings:
-            result = self.identities.assign(s.face_embedding, s.reid_embedding)
+        evidence = [Evidence(s.face_embedding, s.reid_embedding, face_px(s.face_box),
+                             None if s.position is None else tuple(s.position[:2]), s.box) for s in sightings]
+        for s, result in zip(sightings, self.identities.assign_frame(stamp, evidence)):
             if result.via == "suppressed":   # a forgotten person (forgotten_person: drop): not recorded
                 self.suppressed_sightings += 1
                 continue
@@ -184,7 +196,7 @@ class Perception:
             people = self._attempt_people.get(kf.keyframe_id)
             if people is None:
                 people = self._attempt_people[kf.keyframe_id] = self.people_in(
-                    kf.image, kf.depth, kf.intrinsics, kf.pose)
+                    kf.image, kf.depth, kf.intrinsics, kf.pose, kf.stamp)
                 while len(self._attempt_people) > 64:
                     self._attempt_people.pop(next(iter(self._attempt_people)))
             start = time.perf_counter()

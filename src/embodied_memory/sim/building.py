@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
+import numpy as np
 
-from .world import PersonBillboard, SimPerson, Texture, person_texture  # first: switches pyglet to headless
+from .world import Outfit, PersonBillboard, SimPerson, Texture, person_texture  # first: switches pyglet to headless
 from miniworld.entity import Box, Entity, MeshEnt  # noqa: E402
 from miniworld.miniworld import MiniWorldEnv  # noqa: E402
 
@@ -285,7 +286,27 @@ CEILING_TEXTURE = "concrete_tiles"
 SHIRTS = [(40, 40, 200), (200, 80, 40), (40, 160, 40), (150, 60, 150), (30, 140, 200), (20, 90, 120),
           (120, 120, 30), (90, 30, 90), (170, 170, 170), (30, 30, 30), (60, 110, 200), (200, 140, 90),
           (100, 60, 20), (0, 120, 90), (160, 40, 110)]
+TROUSERS = [(60, 50, 40), (40, 40, 40), (120, 80, 30), (150, 150, 150), (90, 60, 30), (30, 30, 90)]
 PARKED = (100.0, 100.0)   # where people out of the building are kept (far outside)
+
+
+def daily_outfits(people: int, days: int, seed: int) -> list[list[Outfit]]:
+    """What each person wears each day (``[person][day]``): a shirt from ``SHIRTS``, trousers,
+    sometimes stripes or a cap, drawn anew every day (people do not dress alike all week), so
+    body appearance is evidence of identity within a day only.  Day 0 is each person's own
+    shirt of the palette (as every earlier version dressed them)."""
+    rng = np.random.default_rng([seed, 7919])
+    out = []
+    for i in range(people):
+        week = [Outfit(SHIRTS[i % len(SHIRTS)])]
+        for _ in range(1, days):
+            shirt = SHIRTS[int(rng.integers(len(SHIRTS)))]
+            stripes = SHIRTS[int(rng.integers(len(SHIRTS)))] if rng.random() < 0.3 else None
+            week.append(Outfit(shirt, TROUSERS[int(rng.integers(len(TROUSERS)))],
+                               stripes if stripes != shirt else None,
+                               TROUSERS[int(rng.integers(len(TROUSERS)))] if rng.random() < 0.2 else None))
+        out.append(week)
+    return out
 
 
 def furniture() -> list[tuple[str, tuple[float, float], float]]:
@@ -326,7 +347,7 @@ class BuildingWorld(MiniWorldEnv):
     is built once, in the constructor (every position is given: no seeded placement)."""
 
     def __init__(self, people: list[tuple[str, Path]], seed: int = 0, width: int = 640, height: int = 480,
-                 objects: list[tuple[str, str, str]] = (), object_size: float = 0.5):
+                 objects: list[tuple[str, str, str]] = (), object_size: float = 0.5, days: int = 1):
         from miniworld.utils import get_file_path
         self._objects_spec = list(objects)   # (kind, colour, room)
         self._object_size = object_size
@@ -338,12 +359,15 @@ class BuildingWorld(MiniWorldEnv):
             self._textures[name] = f"em_rgba_{name}"
             Texture.tex_paths[self._textures[name]] = [str(_rgba_copy(
                 Path(get_file_path("textures", f"{name}_1", "png")), tex_dir / f"{name}.png"))]
-        self._people_spec = []
+        self.outfits = daily_outfits(len(people), days, seed)
+        self._people_spec = []          # (name, portrait, texture name per day)
         for i, (name, portrait) in enumerate(people):
-            tex_name = f"em_building_person_{i}_{portrait.stem}"
-            body = person_texture(portrait, SHIRTS[i % len(SHIRTS)], tex_dir)
-            Texture.tex_paths[tex_name] = [str(_rgba_copy(body, body))]
-            self._people_spec.append((name, portrait, tex_name))
+            tex_names = []
+            for day, outfit in enumerate(self.outfits[i]):
+                tex_names.append(f"em_building_person_{i}_{portrait.stem}_day{day}")
+                body = person_texture(portrait, outfit, tex_dir, tag=f"_day{day}")
+                Texture.tex_paths[tex_names[-1]] = [str(_rgba_copy(body, body))]
+            self._people_spec.append((name, portrait, tex_names))
         self.people: list[SimPerson] = []
         self.objects: list[tuple[str, str, Entity]] = []
         super().__init__(obs_width=width, obs_height=height, max_episode_steps=10 ** 9)
@@ -366,9 +390,14 @@ class BuildingWorld(MiniWorldEnv):
             self.place_entity(ent, pos=[PARKED[0] - 3 * i, 0, PARKED[1] - 5], dir=0.0)   # placed per day
             self.objects.append((kind, colour, ent))
         self.people = []
-        for i, (name, portrait, tex_name) in enumerate(self._people_spec):
-            ent = PersonBillboard(tex_name)
+        for i, (name, portrait, tex_names) in enumerate(self._people_spec):
+            ent = PersonBillboard(tex_names[0])
             self.place_entity(ent, pos=[PARKED[0] + 3 * i, 0, PARKED[1]], dir=0.0)
             self.people.append(SimPerson(name, portrait, ent))
         x, z = WAYPOINTS["reception"]
         self.place_agent(pos=[x, 0, z], dir=math.pi / 2)
+
+    def dress(self, day: int) -> None:
+        """Everyone puts on the day's outfit (``daily_outfits``; the last one beyond its days)."""
+        for person, (_, _, tex_names) in zip(self.people, self._people_spec):
+            person.entity.tex = Texture.get(tex_names[min(day, len(tex_names) - 1)])

@@ -29,7 +29,7 @@ from .world import PERSON_WIDTH, object_name, photo_faces, usable_portraits
 
 log = logging.getLogger(__name__)
 
-GENERATOR_VERSION = 2          # bump when the simulation changes for the same config (invalidates caches)
+GENERATOR_VERSION = 3          # bump when the simulation changes for the same config (invalidates caches)
 PATROL_JITTER_S = 300.0
 MAX_RANGE, MIN_RANGE = 7.0, 0.5
 FACE_HALF_WIDTH = 0.15         # the head crop on a billboard is 0.30 m wide
@@ -261,12 +261,13 @@ def generate_building_episode(cfg: BuildingConfig, out_dir: Path, progress: bool
     activities = plan_robot(cfg, rng)
     placements = object_days(cfg)
     env = BuildingWorld(list(zip(names, portraits)), seed=cfg.seed, width=cfg.width, height=cfg.height,
-                        objects=OBJECTS)
+                        objects=OBJECTS, days=cfg.days)
     truth = GroundTruth(
         config={**asdict(cfg), "world": "building"}, faces=faces, day_starts=day_starts,
         rooms=rooms_truth(ROOMS, SHARED_ROOMS),
-        people={n: {"visitor": p.visitor, "home": p.home, "portrait": str(portrait)}
-                for (n, p), portrait in zip(schedule.people.items(), portraits)},
+        people={n: {"visitor": p.visitor, "home": p.home, "portrait": str(portrait),
+                    "outfits": [asdict(o) for o in outfits]}
+                for (n, p), portrait, outfits in zip(schedule.people.items(), portraits, env.outfits)},
         stays=[s.to_dict() for s in sorted(schedule.stays, key=lambda s: (s.start, s.person))],
         objects=[{name: {"room": p["room"], "position": [p["xz"][0], -p["xz"][1]]} for name, p in day.items()}
                  for day in placements],
@@ -285,6 +286,7 @@ def generate_building_episode(cfg: BuildingConfig, out_dir: Path, progress: bool
             for t, pose in activity.frames:
                 while day + 1 < len(day_starts) and t >= day_starts[day + 1]:
                     day += 1
+                    env.dress(day)
                     for name, placed in placements[day].items():
                         object_entities[name].pos = np.array([placed["xz"][0], 0.0, placed["xz"][1]])
                 robot = (pose.x, pose.z, pose.heading)

@@ -88,9 +88,20 @@ def photo_faces(faces_dir: str | Path) -> list[tuple[str, Path, Path]]:
     return out
 
 
-def person_texture(portrait: Path, shirt_bgr: tuple[int, int, int], out_dir: Path) -> Path:
-    """A full-body texture: the portrait's face (about 0.2 m wide) as the head over a drawn body."""
+@dataclass(frozen=True)
+class Outfit:
+    """What a person wears on one day (BGR colours): the body re-ID only ever sees this."""
+    shirt: tuple[int, int, int]
+    trousers: tuple[int, int, int] = (60, 50, 40)
+    stripes: tuple[int, int, int] | None = None     # horizontal stripes of this colour on the shirt
+    hair_band: tuple[int, int, int] | None = None   # a cap's band over the top of the head
+
+
+def person_texture(portrait: Path, outfit: Outfit | tuple[int, int, int], out_dir: Path, tag: str = "") -> Path:
+    """A full-body texture: the portrait's face (about 0.2 m wide) as the head over a drawn body
+    in ``outfit`` (a bare shirt colour: that shirt over the default trousers)."""
     from ..perception.faces import YuNetSFace
+    outfit = outfit if isinstance(outfit, Outfit) else Outfit(tuple(outfit))
     w, h = 256, int(256 * PERSON_HEIGHT / PERSON_WIDTH)
     tex = np.full((h, w, 3), 235, np.uint8)
     px = w / PERSON_WIDTH                                   # pixels per metre
@@ -102,11 +113,18 @@ def person_texture(portrait: Path, shirt_bgr: tuple[int, int, int], out_dir: Pat
     top = int((PERSON_HEIGHT - 1.53) * px - head_px / 2)    # head centred 1.53 m up
     left = (w - head_px) // 2
     tex[top:top + head_px, left:left + head_px] = crop
+    if outfit.hair_band is not None:                        # the crown of the head only (the face stays clear)
+        cv2.rectangle(tex, (left, top), (left + head_px - 1, top + head_px // 10), outfit.hair_band, -1)
     torso_top, torso_bottom = top + head_px, int((PERSON_HEIGHT - 0.85) * px)
-    cv2.rectangle(tex, (int(0.08 * px), torso_top), (w - int(0.08 * px), torso_bottom), shirt_bgr, -1)
-    cv2.rectangle(tex, (int(0.12 * px), torso_bottom), (w // 2 - 4, h - 1), (60, 50, 40), -1)
-    cv2.rectangle(tex, (w // 2 + 4, torso_bottom), (w - int(0.12 * px), h - 1), (60, 50, 40), -1)
-    path = out_dir / f"person_{portrait.stem}.png"
+    x0, x1 = int(0.08 * px), w - int(0.08 * px)
+    cv2.rectangle(tex, (x0, torso_top), (x1, torso_bottom), outfit.shirt, -1)
+    if outfit.stripes is not None:
+        step = max(4, (torso_bottom - torso_top) // 8)
+        for y in range(torso_top + step // 2, torso_bottom, step):
+            cv2.rectangle(tex, (x0, y), (x1, min(torso_bottom, y + step // 2 - 1)), outfit.stripes, -1)
+    cv2.rectangle(tex, (int(0.12 * px), torso_bottom), (w // 2 - 4, h - 1), outfit.trousers, -1)
+    cv2.rectangle(tex, (w // 2 + 4, torso_bottom), (w - int(0.12 * px), h - 1), outfit.trousers, -1)
+    path = out_dir / f"person_{portrait.stem}{tag}.png"
     cv2.imwrite(str(path), tex)
     return path
 

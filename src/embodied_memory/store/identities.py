@@ -10,6 +10,7 @@ the subject-access export; ``_remove_files`` deletes files inside the data direc
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -19,7 +20,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from ..types import Identity, Observation
+from ..types import Identity, Observation, StoredSighting
 from .errors import StoreError, UnknownPersonError
 from .image_files import file_in
 from .records import _blob, _unblob, _unit
@@ -122,11 +123,114 @@ class IdentitiesMixin:
         log.info("merged identity %s into %s (%d sightings)", absorbed, survivor, moved)
         return moved
 
+    def relabel_sightings(self, moves: Sequence[tuple[str, str, str, Sequence[int]]]) -> list[int]:
+        """Apply identity changes in one transaction: each (kind, source, target, sighting ids)
+        moves those sightings of ``source`` to ``target`` (kind: merge | split | undo), relabels
+        each touched observation's people and detector description, drops the touched
+        identities' summaries (rebuilt on demand) and journals the move (``identity_changes``).
+        A target is created when new (a split: never an id in use, forgotten or aliased); a
+        source left without sightings becomes an alias of its target.  Returns the journal ids."""
+        journal = []
+        with self._transaction() as conn:
+            forgotten = {r[0] for r in conn.execute("SELECT identity_id FROM forgotten_identities")}
+            for kind, source, target, ids in moves:
+                if source == target or not ids:
+                    continue
+                if target in forgotten or source in forgotten:
+                    raise StoreError(f"{kind} {source} -> {target}: a forgotten identity takes no part")
+                if kind == "split" and conn.execute(
+                        "SELECT 1 FROM identities WHERE identity_id=? UNION SELECT 1 FROM identity_aliases "
+                        "WHERE alias_id=?", (target, target)).fetchone():
+                    raise StoreError(f"split {source} -> {target}: {target} is in use (ids are never reused)")
+                moved = []
+                for chunk in range(0, len(ids), 500):
+                    part = list(ids[chunk:chunk + 500])
+                    marks = ",".join("?" * len(part))
+                    moved += [r[0] for r in conn.execute(
+                        f"SELECT id FROM sightings WHERE identity_id=? AND id IN ({marks})", (source, *part))]
+                if not moved:
+                    continue
+                conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
+                             (target, "", time.time()))
+                obs = set()
+                for chunk in range(0, len(moved), 500):
+                    part = moved[chunk:chunk + 500]
+                    marks = ",".join("?" * len(part))
+                    obs |= {r[0] for r in conn.execute(f"SELECT DISTINCT obs FROM sightings WHERE id IN ({marks})", part)}
+                    conn.execute(f"UPDATE sightings SET identity_id=? WHERE id IN ({marks})", (target, *part))
+                pattern = _name_pattern([source])
+                for rid in sorted(obs):
+                    people = [r[0] for r in conn.execute("SELECT identity_id FROM sightings WHERE obs=? ORDER BY id",
+                                                         (rid,)) if r[0]]
+                    row = conn.execute("SELECT description FROM observations WHERE id=?", (rid,)).fetchone()
+                    text = row[0] or ""
+                    if source not in people and pattern is not None:   # the observation no longer shows source
+                        text = pattern.sub(target, text)
+                    conn.execute("UPDATE observations SET persons=?, description=? WHERE id=?",
+                                 (",".join(dict.fromkeys(people)), text, rid))
+                conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (source, target))
+                if not conn.execute("SELECT 1 FROM sightings WHERE identity_id=? LIMIT 1", (source,)).fetchone():
+                    name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (source,)).fetchone()
+                    if name and name[0]:
+                        conn.execute("UPDATE identities SET display_name=? WHERE identity_id=? AND display_name=''",
+                                     (name[0], target))
+                    conn.execute("DELETE FROM identities WHERE identity_id=?", (source,))
+                    conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (target, source))
+                    conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
+                                 (source, target))
+                elif kind != "undo":
+                    conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (target,))
+                journal.append(conn.execute(
+                    "INSERT INTO identity_changes(t, kind, source, target, sightings) VALUES (?, ?, ?, ?, ?)",
+                    (time.time(), kind, source, target, json.dumps(moved))).lastrowid)
+                log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
+        return journal
+
+    def identity_changes(self, limit: int = 100) -> list[dict]:
+        """The journal of merges and splits, newest first."""
+        return [{"change": r["id"], "time": self.iso(r["t"]), "kind": r["kind"], "source": r["source"],
+                 "target": r["target"], "sightings": len(json.loads(r["sightings"])), "undone": r["undone"] is not None}
+                for r in self._conn().execute("SELECT * FROM identity_changes ORDER BY id DESC LIMIT ?", (limit,))]
+
+    def undo_identity_change(self, change: int) -> int:
+        """Move a journalled change's sightings back (an operator disagrees); returns how many."""
+        row = self._conn().execute("SELECT * FROM identity_changes WHERE id=?", (change,)).fetchone()
+        if row is None:
+            raise StoreError(f"no identity change {change}")
+        if row["undone"] is not None:
+            return 0
+        ids = json.loads(row["sightings"])
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (row["source"],))
+            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, '', ?)",
+                         (row["source"], time.time()))
+            conn.execute("UPDATE identity_changes SET undone=? WHERE id=?", (time.time(), change))
+        self.relabel_sightings([("undo", row["target"], row["source"], ids)])
+        return len(ids)
+
     def forgotten_identities(self, limit: int = 1000) -> list[str]:
         """The most recently forgotten identity ids (tombstones), for perception to forget too."""
         rows = self._conn().execute("SELECT identity_id FROM forgotten_identities ORDER BY forgotten_at DESC LIMIT ?",
                                     (limit,))
         return [r[0] for r in rows]
+
+    def sighting_evidence(self, since: float = 0.0) -> list[StoredSighting]:
+        """Every stored sighting since ``since``, oldest first (a keyframe's together), with its
+        face and body embeddings: what consolidation re-clusters."""
+        out = []
+        for r in self._conn().execute(
+                "SELECT id, obs, t, identity_id, x1, y1, x2, y2, face_box, face_emb, reid_emb, px, py FROM sightings "
+                "WHERE t >= ? ORDER BY t, obs, id", (since,)):
+            face_box = None
+            if r["face_box"]:
+                try:
+                    face_box = tuple(float(v) for v in json.loads(r["face_box"]))
+                except (ValueError, TypeError):
+                    face_box = None
+            out.append(StoredSighting(r["id"], r["obs"], r["t"], r["identity_id"] or "",
+                                      (r["x1"], r["y1"], r["x2"], r["y2"]), face_box, _unblob(r["face_emb"]),
+                                      _unblob(r["reid_emb"]), (r["px"], r["py"]) if r["px"] is not None else None))
+        return out
 
     @query_tool("Everything stored about one identity (a subject-access export).",
                 result="identity_id, display_name, created, sightings (observation_id, time, episode, waypoint, position...), summaries")

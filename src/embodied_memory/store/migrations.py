@@ -25,6 +25,9 @@ MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
     3: ("sightings record the place the person was in when it is not the robot's (waypoint_id; NULL: "
         "the observation's, as for every older sighting)",
         ("ALTER TABLE sightings ADD COLUMN waypoint_id TEXT",)),
+    4: ("identity changes (consolidation's merges and splits) are journalled: what moved, when, undoable",
+        ("CREATE TABLE IF NOT EXISTS identity_changes(id INTEGER PRIMARY KEY, t REAL NOT NULL, kind TEXT NOT NULL, "
+         "source TEXT NOT NULL, target TEXT NOT NULL, sightings TEXT NOT NULL, undone REAL)",)),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

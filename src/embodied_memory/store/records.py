@@ -274,6 +274,10 @@ class RecordsMixin:
         self._count(exc.kind)
         log.warning("rejected observation %r: %s: %s", key, exc.kind, exc)
 
+    def observation_times(self) -> list[float]:
+        """Every stored observation's stamp, oldest first."""
+        return [r[0] for r in self._conn().execute("SELECT t FROM observations ORDER BY t")]
+
     def insert(self, observations: Sequence[Observation]) -> list[str]:
         """Store a batch; returns the ids stored now (see :meth:`insert_batch` for the ids
         rejected or already stored).  Raises StoreWriteError when nothing could be written."""

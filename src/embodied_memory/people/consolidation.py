@@ -1,0 +1,222 @@
+"""Consolidation ("sleep"): re-cluster every stored face track and propose merges and splits.
+
+Online assignment (``people.identity``) sees one keyframe at a time and never undoes a
+decision; consolidation sees the whole history at once:
+1. sightings are grouped into short-term tracks again (``people.tracks``: consecutive
+   keyframes, where each person stood), and each track with clear faces (``min_face_px``) is
+   one point, the mean of its faces: a track's faces vote together;
+2. the tracks are clustered by average linkage (cosine), and the dendrogram is cut at ``eps``
+   except where a cluster would hold two tracks of one keyframe (cannot-link: two people) or
+   two identities an operator named differently: there it is cut lower;
+3. each cluster keeps the existing identity holding most of its sightings (an operator's
+   anchor crops count first, so a named identity's name stays on the part the operator saw);
+   a cluster whose identities are all taken is a **split** (a fresh id, never reused), an
+   identity left without a cluster is **merged** into the one holding most of its sightings;
+   faceless tracks follow their identity.
+The result is a plan (``ConsolidationPlan``); the store applies it (relabelling sightings,
+summaries and descriptions) and journals it.  ROS-free; pure apart from logging.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..types import StoredSighting
+from .identity import IdentityParams
+from .tracks import TrackBook, TrackParams
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ConsolidationParams:
+    eps: float = 0.45                 # average-linkage cut between face tracks (cosine distance)
+    min_face_px: float = IdentityParams.min_face_px   # faces smaller than this do not place a track
+    tracks: TrackParams = TrackParams()
+
+    def validate(self) -> None:
+        if not 0 < self.eps < 2 or self.min_face_px < 0:
+            raise ValueError("consolidation eps: a cosine distance in (0, 2); min_face_px >= 0")
+        self.tracks.validate()
+
+
+@dataclass
+class Split:
+    source: str                       # the identity a part was taken from
+    identity_id: str                  # the new identity of that part
+    sightings: list[int]              # the part's sighting ids
+
+
+@dataclass
+class ConsolidationPlan:
+    labels: dict[int, str] = field(default_factory=dict)          # sighting id -> identity, where it changes
+    merges: list[tuple[str, str]] = field(default_factory=list)   # (absorbed, survivor)
+    splits: list[Split] = field(default_factory=list)
+    tracks: int = 0                                               # face tracks clustered
+
+    @property
+    def empty(self) -> bool:
+        return not self.labels
+
+
+def face_tracks(sightings: Sequence[StoredSighting], params: TrackParams) -> dict[int, int]:
+    """Sighting id -> short-term track id (sightings oldest first, a keyframe's together)."""
+    book, out = TrackBook(params), {}
+    for _, group in itertools.groupby(sightings, key=lambda s: s.obs):
+        group = list(group)
+        for s, track in zip(group, book.associate(group[0].t, [(s.position, s.box) for s in group])):
+            out[s.sighting_id] = track.track_id
+    return out
+
+
+def _greedy(points: np.ndarray, forbid: np.ndarray, eps: float) -> list[list[int]]:
+    """Average-linkage agglomeration of unit ``points`` that never joins a ``forbid`` pair (cosine
+    average linkage is the dot product of the clusters' sums over the product of their sizes)."""
+    n = len(points)
+    sums, counts = points.astype(np.float64), np.ones(n)
+    sim = sums @ sums.T
+    forbid = forbid.copy()
+    np.fill_diagonal(forbid, True)
+    sim[forbid] = -np.inf
+    members = {i: [i] for i in range(n)}
+    alive = np.ones(n, bool)
+    while True:
+        idx = int(np.argmax(sim))
+        a, b = divmod(idx, n)
+        if not sim[a, b] >= 1.0 - eps:
+            break
+        sums[a] += sums[b]
+        counts[a] += counts[b]
+        members[a] += members.pop(b)
+        alive[b] = False
+        forbid[a] |= forbid[b]
+        forbid[:, a] = forbid[a]
+        row = (sums @ sums[a]) / (counts * counts[a])
+        row[forbid[a] | ~alive] = -np.inf
+        sim[a], sim[:, a] = row, row
+        sim[b], sim[:, b] = -np.inf, -np.inf
+    return list(members.values())
+
+
+def _clusters(points: np.ndarray, obs: list[frozenset], names: list[frozenset], eps: float) -> list[list[int]]:
+    """Average-linkage clusters of ``points`` (unit rows) cut at ``eps``, never joining two
+    points that share an observation or carry different names: the unconstrained tree first
+    (scipy, fast), then each of its clusters agglomerated again under the constraints."""
+    n = len(points)
+    if n == 1:
+        return [[0]]
+    from scipy.cluster.hierarchy import fcluster, linkage
+    tree = linkage(points.astype(np.float64), method="average", metric="cosine")
+    flat = fcluster(tree, t=eps, criterion="distance")
+    out = []
+    for label in np.unique(flat):
+        idx = np.flatnonzero(flat == label)
+        if len(idx) == 1:
+            out.append([int(idx[0])])
+            continue
+        forbid = np.zeros((len(idx), len(idx)), bool)
+        by_obs: dict[int, list[int]] = defaultdict(list)
+        for j, i in enumerate(idx):
+            for o in obs[i]:
+                by_obs[o].append(j)
+        for js in by_obs.values():
+            if len(js) > 1:
+                forbid[np.ix_(js, js)] = True
+        named = [(j, names[i]) for j, i in enumerate(idx) if names[i]]
+        for (j, x), (k, y) in itertools.combinations(named, 2):
+            if len(x | y) > 1:
+                forbid[j, k] = forbid[k, j] = True
+        out += [[int(idx[j]) for j in group] for group in _greedy(points[idx], forbid, eps)]
+    return out
+
+
+def consolidate(sightings: Sequence[StoredSighting], params: ConsolidationParams = ConsolidationParams(),
+                taken_ids: set[str] = frozenset(), names: Optional[dict[str, str]] = None,
+                anchors: Optional[dict[str, set[int]]] = None,
+                new_id: Optional[Callable[[], str]] = None) -> ConsolidationPlan:
+    """A plan of merges and splits for ``sightings`` (oldest first).  ``names``: identity ->
+    display name (an operator's: differently named identities are never merged); ``anchors``:
+    identity -> the sighting ids an operator saw when naming it; ``new_id`` issues fresh ids
+    (default: ``person_NNNN`` after the highest in use and in ``taken_ids``)."""
+    params.validate()
+    names, anchors = names or {}, anchors or {}
+    if new_id is None:
+        used = [int(i.rsplit("_", 1)[1]) for i in {s.identity_id for s in sightings} | set(taken_ids)
+                if i.rsplit("_", 1)[-1].isdigit()]
+        counter = itertools.count(max(used, default=0) + 1)
+        new_id = lambda: f"person_{next(counter):04d}"   # noqa: E731
+    track_of = face_tracks(sightings, params.tracks)
+    faces: dict[int, list[np.ndarray]] = defaultdict(list)
+    track_obs: dict[int, set[int]] = defaultdict(set)
+    track_sightings: dict[int, list[StoredSighting]] = defaultdict(list)
+    for s in sightings:
+        t = track_of[s.sighting_id]
+        track_sightings[t].append(s)
+        track_obs[t].add(s.obs)
+        if s.face_embedding is not None and (s.face_box is None or min(
+                s.face_box[2] - s.face_box[0], s.face_box[3] - s.face_box[1]) >= params.min_face_px):
+            v = np.asarray(s.face_embedding, np.float32)
+            faces[t].append(v / (np.linalg.norm(v) or 1.0))
+    tracks = sorted(faces)
+    plan = ConsolidationPlan(tracks=len(tracks))
+    if not tracks:
+        return plan
+    dims = Counter(len(faces[t][0]) for t in tracks)
+    dim = dims.most_common(1)[0][0]
+    tracks = [t for t in tracks if len(faces[t][0]) == dim]
+    points = np.stack([np.mean(faces[t], axis=0) for t in tracks])
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    track_names = [frozenset(names[s.identity_id] for s in track_sightings[t] if names.get(s.identity_id))
+                   for t in tracks]
+    groups = _clusters(points, [frozenset(track_obs[t]) for t in tracks], track_names, params.eps)
+    # each cluster keeps the identity holding most of its sightings (anchors first)
+    votes = []
+    for c, group in enumerate(groups):
+        counts = Counter(s.identity_id for t in group for s in track_sightings[tracks[t]] if s.identity_id)
+        anchored = Counter(s.identity_id for t in group for s in track_sightings[tracks[t]]
+                           if s.sighting_id in anchors.get(s.identity_id, ()))
+        votes += [((anchored[i], n), c, i) for i, n in counts.items()]
+    owner: dict[int, str] = {}
+    kept: set[str] = set()
+    for _, c, ident in sorted(votes, key=lambda v: (-v[0][0], -v[0][1], v[1], v[2])):
+        if c not in owner and ident not in kept:
+            owner[c] = ident
+            kept.add(ident)
+    origin = {}
+    for c, group in enumerate(groups):
+        if c not in owner:
+            counts = Counter(s.identity_id for t in group for s in track_sightings[tracks[t]] if s.identity_id)
+            owner[c] = new_id()
+            origin[c] = counts.most_common(1)[0][0] if counts else ""
+    # identities no cluster kept: merged into the cluster holding most of their sightings
+    where: dict[str, Counter] = defaultdict(Counter)
+    for c, group in enumerate(groups):
+        for t in group:
+            for s in track_sightings[tracks[t]]:
+                if s.identity_id:
+                    where[s.identity_id][owner[c]] += 1
+    renamed = {ident: counts.most_common(1)[0][0] for ident, counts in where.items() if ident not in kept}
+    plan.merges = sorted(renamed.items())
+    for c, group in enumerate(groups):
+        for t in group:
+            for s in track_sightings[tracks[t]]:
+                if owner[c] != s.identity_id:
+                    plan.labels[s.sighting_id] = owner[c]
+        if c in origin:
+            plan.splits.append(Split(origin[c], owner[c], sorted(s.sighting_id for t in group
+                                                                 for s in track_sightings[tracks[t]])))
+    clustered = {tracks[t] for group in groups for t in group}
+    for t, members in track_sightings.items():   # faceless tracks follow their identity's merge
+        if t in clustered:
+            continue
+        for s in members:
+            if s.identity_id in renamed:
+                plan.labels[s.sighting_id] = renamed[s.identity_id]
+    log.info("consolidation: %d face tracks -> %d clusters; %d merges, %d splits, %d sightings relabelled",
+             len(tracks), len(groups), len(plan.merges), len(plan.splits), len(plan.labels))
+    return plan

@@ -1,0 +1,119 @@
+"""Consolidation: re-clustering stored face tracks proposes splits and merges under cannot-link
+and the operator's names (people/consolidation.py; pure, no store)."""
+import numpy as np
+import pytest
+
+from embodied_memory.people.consolidation import ConsolidationParams, consolidate, face_tracks
+from embodied_memory.people.tracks import TrackParams
+from embodied_memory.types import StoredSighting
+
+RNG = np.random.default_rng(4)
+CENTRES = RNG.normal(size=(4, 64))
+
+
+def face(who):
+    v = CENTRES[who] + 0.25 * RNG.normal(size=64)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+class World:
+    """Sightings one keyframe at a time: people stand apart, 60 s between visits (new tracks)."""
+
+    def __init__(self):
+        self.rows, self.t, self.obs = [], 1000.0, 0
+
+    def frame(self, people, dt=60.0):
+        """people: (who, identity, x) per sighting of one keyframe."""
+        self.t += dt
+        self.obs += 1
+        for who, ident, x in people:
+            self.rows.append(StoredSighting(len(self.rows) + 1, self.obs, self.t, ident, (x * 100, 0, x * 100 + 50, 200),
+                                            (0, 0, 40, 40), face(who), None, (float(x), 0.0)))
+        return self
+
+
+def labels_after(rows, plan):
+    return {s.sighting_id: plan.labels.get(s.sighting_id, s.identity_id) for s in rows}
+
+
+def test_an_identity_holding_two_people_is_split_and_the_majority_keeps_the_id():
+    w = World()
+    for _ in range(6):
+        w.frame([(0, "person_0001", 0)])
+    for _ in range(3):
+        w.frame([(1, "person_0001", 5)])            # a stranger the online pass chained in
+    plan = consolidate(w.rows)
+    after = labels_after(w.rows, plan)
+    ann = {after[s.sighting_id] for s in w.rows[:6]}
+    ben = {after[s.sighting_id] for s in w.rows[6:]}
+    assert ann == {"person_0001"} and len(ben) == 1 and ben != ann
+    assert [(s.source, s.identity_id) for s in plan.splits] == [("person_0001", "person_0002")]
+    assert plan.merges == []
+
+
+def test_two_identities_of_one_person_merge_into_the_larger():
+    w = World()
+    for _ in range(5):
+        w.frame([(2, "person_0003", 0)])
+    for _ in range(2):
+        w.frame([(2, "person_0007", 0)])
+    plan = consolidate(w.rows)
+    assert plan.merges == [("person_0007", "person_0003")] and plan.splits == []
+    assert set(labels_after(w.rows, plan).values()) == {"person_0003"}
+
+
+def test_two_people_of_one_keyframe_never_end_in_one_identity():
+    """Cannot-link: two faces of one keyframe, however alike, stay two (twins at one desk)."""
+    w = World()
+    for _ in range(4):
+        w.frame([(0, "person_0001", 0), (0, "person_0002", 3)])
+    plan = consolidate(w.rows, ConsolidationParams(eps=1.5))     # a cut that would join anyone
+    after = labels_after(w.rows, plan)
+    for obs in {s.obs for s in w.rows}:
+        ids = [after[s.sighting_id] for s in w.rows if s.obs == obs]
+        assert len(set(ids)) == 2, ids
+
+
+def test_differently_named_identities_are_not_merged_and_the_name_stays_with_its_crops():
+    w = World()
+    for _ in range(3):
+        w.frame([(3, "person_0004", 0)])
+    for _ in range(3):
+        w.frame([(3, "person_0009", 0)])
+    plan = consolidate(w.rows, names={"person_0004": "ann", "person_0009": "anna"})
+    assert plan.merges == [] and plan.labels == {}
+    # a named identity that holds two people: the part the operator's crops show keeps it,
+    # even as the smaller part
+    w = World()
+    for _ in range(2):
+        w.frame([(0, "person_0005", 0)])
+    for _ in range(5):
+        w.frame([(1, "person_0005", 5)])
+    anchors = {"person_0005": {w.rows[0].sighting_id, w.rows[1].sighting_id}}
+    plan = consolidate(w.rows, names={"person_0005": "ann"}, anchors=anchors)
+    after = labels_after(w.rows, plan)
+    assert after[w.rows[0].sighting_id] == after[w.rows[1].sighting_id] == "person_0005"
+    assert {after[s.sighting_id] for s in w.rows[2:]} == {"person_0006"}
+
+
+def test_fresh_ids_are_never_ones_in_use_or_issued_before():
+    w = World()
+    for who in (0, 0, 0, 1, 1, 1):
+        w.frame([(who, "person_0001", who * 5)])
+    plan = consolidate(w.rows, taken_ids={"person_0002", "person_0040"})
+    assert [s.identity_id for s in plan.splits] == ["person_0041"]
+
+
+def test_a_still_person_waited_on_is_one_track_and_a_walk_away_another():
+    w = World()
+    w.frame([(0, "a", 0)], dt=0).frame([(0, "a", 0.1)], dt=30).frame([(0, "a", 0.2)], dt=30)
+    w.frame([(0, "a", 9.0)], dt=2)            # 9 m in 2 s: somebody else
+    tracks = face_tracks(w.rows, TrackParams())
+    assert len({tracks[s.sighting_id] for s in w.rows[:3]}) == 1
+    assert tracks[w.rows[3].sighting_id] != tracks[w.rows[0].sighting_id]
+
+
+@pytest.mark.parametrize("bad", [dict(eps=0.0), dict(eps=2.5), dict(min_face_px=-1)])
+def test_parameters_are_checked(bad):
+    with pytest.raises(ValueError, match="consolidation"):
+        consolidate([], ConsolidationParams(**bad))
