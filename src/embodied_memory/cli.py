@@ -361,6 +361,29 @@ def cmd_forget(args) -> int:
     return 0 if res.success else 1
 
 
+def cmd_consolidate(args) -> int:
+    from .consolidate_memory import consolidate_memory
+    from .params import StoreParams
+    from .people.consolidation import ConsolidationParams
+    from .people.identity import IdentityStateBusy
+    from .store import open_store
+    data_dir = Path(args.data_dir).expanduser()
+    if not (data_dir / "memory.sqlite3").exists():
+        print(f"no memory in {data_dir} (the memory node's data_dir)", file=sys.stderr)
+        return 2
+    store = open_store(StoreParams(data_dir=str(data_dir)))
+    try:
+        report = consolidate_memory(store, data_dir / "identities", ConsolidationParams(eps=args.eps),
+                                    dry_run=args.dry_run)
+    except IdentityStateBusy as exc:
+        print(f"{exc}: stop perception before consolidating", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(report.summary())
+    return 0
+
+
 def cmd_name(args) -> int:
     from embodied_memory_interfaces.srv import NameIdentity
     from .nodes.service_client import call_service
@@ -497,6 +520,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true",
                    help="--older-than-hours / --episode: remove without asking (it asks, or refuses without a terminal)")
     service_cmds.append(p)
+    from .people.consolidation import ConsolidationParams
+    from .perception.pipeline import PerceptionParams
+    p = add("consolidate", cmd_consolidate, "the memory's sleep: re-cluster every stored face track and apply merges "
+                                            "and splits (journalled, undoable); stop perception first")
+    p.add_argument("--data-dir", default=PerceptionParams.data_dir, help="the memory and perception nodes' data_dir")
+    p.add_argument("--eps", type=float, default=ConsolidationParams.eps,
+                   help="average-linkage cut between face tracks (cosine distance)")
+    p.add_argument("--dry-run", action="store_true", help="print the merges and splits, change nothing")
     p = add("name", cmd_name, "give a pseudonymous identity a display name (operator)")
     p.add_argument("identity")
     p.add_argument("name", help='display name ("" clears it)')

@@ -350,7 +350,9 @@ class IdentityManager:
             for row, i in enumerate(faced):   # a track's own identity is preferred on a tie
                 track = tracks.get(i)
                 if track is not None and track.identity_id in idents:
-                    cost[row, idents.index(track.identity_id)] -= 0.05
+                    col = idents.index(track.identity_id)
+                    if cost[row, col] < 10.0:
+                        cost[row, col] -= 0.05
             for row, col in zip(*linear_sum_assignment(cost)):
                 if cost[row, col] < 10.0:
                     i = faced[row]
@@ -492,6 +494,36 @@ class IdentityManager:
         if best and best_dist <= self.params.reid_threshold:
             return Assignment(best, 1.0 - best_dist, "reid")
         return Assignment("", 0.0, "none")
+
+    def issue_id(self) -> str:
+        """A fresh identity id, durably (consolidation's splits take theirs here: never reused)."""
+        with self._lock:
+            ident = self._new_identity()
+            if self.path is not None:
+                self._save_locked()
+            return ident
+
+    def rebuild(self, faces: list[tuple[str, int, np.ndarray]], merges: list[tuple[str, str]] = ()) -> None:
+        """Replace the exemplars with ``faces`` ((identity, observation, clear face embedding),
+        oldest first: the memory after consolidation) and the cannot-links with the pairs seen in
+        one observation; re-ID banks and tracks start again, suppressed faces and the id counter
+        stay, ``merges`` join the merge log.  Durable at once."""
+        with self._lock:
+            mine: dict[str, list[np.ndarray]] = {}
+            by_obs: dict[int, set[str]] = {}
+            for ident, obs, face in faces:
+                mine.setdefault(ident, []).append(_unit(face))
+                by_obs.setdefault(obs, set()).add(ident)
+            self._clusters = dict(enumerate(sorted(mine)))
+            rows = [(c, v) for c, ident in self._clusters.items() for v in mine[ident][-self.params.max_exemplars:]]
+            rows = rows[-self.params.max_face_points:]
+            self._faces = np.stack([v for _, v in rows]) if rows else np.zeros((0, 0), np.float32)
+            self._labels = [c for c, _ in rows]
+            self._cannot = {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b}
+            self._reid, self._tracks.tracks = {}, []
+            self.merge_log.extend(merges)
+            if self.path is not None:
+                self._save_locked()
 
     def forget(self, identity_id: str, suppress: bool = False) -> bool:
         """Drop an identity's id, face points and re-ID embeddings (privacy), durably at once

@@ -20,12 +20,13 @@ from typing import Optional, Sequence
 class TrackParams:
     gap_s: float = 40.0          # a track ends after this long without a sighting (a wait's frames are 30 s apart)
     radius_m: float = 0.8        # how far a person may be from where the track last saw them
-    speed_mps: float = 1.5       # plus this much per second since (people walk)
+    speed_mps: float = 1.0       # plus this much per second since (people walk), for at most max_walk_s
+    max_walk_s: float = 2.0      # (keyframes of a moving robot are ~2 s apart; a wait's people stand still)
     box_gap_s: float = 3.0       # without positions: boxes this close in time ...
     box_iou: float = 0.3         # ... overlapping at least this much
 
     def validate(self) -> None:
-        if not (self.gap_s > 0 and self.radius_m > 0 and self.speed_mps >= 0 and self.box_gap_s >= 0
+        if not (self.gap_s > 0 and self.radius_m > 0 and self.speed_mps >= 0 and self.max_walk_s >= 0 and self.box_gap_s >= 0
                 and 0 < self.box_iou <= 1):
             raise ValueError("track parameters: gap_s, radius_m > 0; speed_mps, box_gap_s >= 0; 0 < box_iou <= 1")
 
@@ -64,7 +65,7 @@ class TrackBook:
             return None
         if position is not None and track.position is not None:
             d = math.dist(position, track.position)
-            return d if d <= p.radius_m + p.speed_mps * min(dt, 5.0) else None
+            return d if d <= p.radius_m + p.speed_mps * min(dt, p.max_walk_s) else None
         if dt <= p.box_gap_s:
             overlap = iou(box, track.box)
             return 10.0 + (1.0 - overlap) if overlap >= p.box_iou else None

@@ -366,6 +366,8 @@ class IdentitiesMixin:
             tx.executemany("INSERT OR REPLACE INTO forgotten_identities(identity_id, forgotten_at) VALUES (?,?)",
                            [(i, stamp) for i in sorted(forget_ids)])
             tx.execute("DELETE FROM identity_aliases WHERE identity_id=?", (identity,))
+            tx.executemany("DELETE FROM identity_changes WHERE source=? OR target=?",   # nothing left to undo
+                           [(i, i) for i in sorted(forget_ids)])
             tx.executemany("DELETE FROM summaries WHERE identity_id=? AND day=?", stale_summaries)
             for rid, text, persons, _changed, text_json in updates:
                 tx.execute("UPDATE observations SET description=?, persons=?, description_json=? WHERE id=?",

@@ -1,0 +1,157 @@
+"""Consolidation on a real memory directory: a split relabels the store (sightings, people of each
+observation, descriptions, journal), survives kill -9 and a restart, keeps the operator's names,
+is undoable, and a forget after it leaves nothing of the person."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from embodied_memory.consolidate_memory import consolidate_memory
+from embodied_memory.params import StoreParams
+from embodied_memory.people.identity import IdentityManager, IdentityParams
+from embodied_memory.store import open_store
+from embodied_memory.types import Observation, PersonSighting, Pose
+
+from store_fixtures import T0
+
+RNG = np.random.default_rng(11)
+CENTRES = RNG.normal(size=(3, 32))
+
+
+def face(who):
+    v = CENTRES[who] + 0.2 * RNG.normal(size=32)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def params(data):
+    return StoreParams(data_dir=str(data), text_embedder="hash", image_dim=16, face_dim=32, reid_dim=8)
+
+
+def memory(data, name_first="ann"):
+    """Ann seen 6 times, then Ben 4 times under Ann's id (online chaining); Cid beside Ann once."""
+    store = open_store(params(data))
+    observations = []
+    for i in range(10):
+        who = 0 if i < 6 else 1
+        people = [PersonSighting((0, 0, 40, 120), "person_0001", 0.9, 0.8, face_box=(0, 0, 30, 30),
+                                 face_embedding=face(who), position=(float(5 * who), 0.0, 0.0))]
+        if i == 2:
+            people.append(PersonSighting((50, 0, 90, 120), "person_0002", 0.9, 0.8, face_box=(50, 0, 80, 30),
+                                         face_embedding=face(2), position=(3.0, 0.0, 0.0)))
+        ids = ", ".join(dict.fromkeys(p.identity_id for p in people))
+        observations.append(Observation(f"o{i}", T0 + 120 * i, "day1", Pose(0, 0, 0, 0),
+                                        description=f"1 person visible; identified: {ids} at lab.",
+                                        waypoint_id="lab", people=people))
+    store.insert(observations)
+    if name_first:
+        store.name_identity("person_0001", name_first)
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    for _ in range(2):
+        manager.issue_id()       # person_0001 and person_0002 were issued by perception
+    manager.close()
+    return store
+
+
+def by_observation(store):
+    rows = store._conn().execute("SELECT o.observation_id, s.identity_id, o.persons, o.description FROM sightings s "
+                                 "JOIN observations o ON o.id = s.obs ORDER BY o.t, s.id").fetchall()
+    return [tuple(r) for r in rows]
+
+
+def test_a_split_relabels_the_store_and_keeps_the_name(tmp_path):
+    data = tmp_path / "mem"
+    store = memory(data)
+    report = consolidate_memory(store, data / "identities")
+    assert report.applied and report.splits == [("person_0001", "person_0003", 4)] and report.merges == []
+    rows = by_observation(store)
+    ben = [r for r in rows if r[0] in {f"o{i}" for i in range(6, 10)}]
+    assert {r[1] for r in ben} == {"person_0003"}
+    assert all(r[2] == "person_0003" and "person_0003" in r[3] and "person_0001" not in r[3] for r in ben)
+    ann = [r for r in rows if r[1] == "person_0001"]
+    assert len(ann) == 6 and all("person_0001" in r[3] for r in ann)
+    names = {p["person"]: p.get("name", "") for p in store.people()}
+    assert names["person_0001"] == "ann" and not names.get("person_0003")
+    change = store.identity_changes()[0]
+    assert (change["kind"], change["source"], change["target"], change["sightings"]) == \
+        ("split", "person_0001", "person_0003", 4)
+    # the identity state goes on from the consolidated identities, its counter past the split
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    assert manager.assign(face(1)).identity_id == "person_0003"
+    assert manager.assign(face(0)).identity_id == "person_0001"
+    assert manager.assign(np.ones(32)).identity_id == "person_0004"
+    manager.close()
+    # nothing more to do the second time
+    again = consolidate_memory(store, data / "identities")
+    assert not again.applied and again.relabelled == 0
+    # undo moves Ben's sightings back
+    assert store.undo_identity_change(change["change"]) == 4
+    assert {r[1] for r in by_observation(store)} == {"person_0001", "person_0002"}
+    store.close()
+
+
+def test_a_dry_run_changes_nothing(tmp_path):
+    data = tmp_path / "mem"
+    store = memory(data, name_first="")
+    before = by_observation(store)
+    report = consolidate_memory(store, data / "identities", dry_run=True)
+    assert not report.applied and len(report.splits) == 1 and by_observation(store) == before
+    assert store.identity_changes() == []
+    store.close()
+
+
+def test_a_split_survives_kill_9_and_a_restart(tmp_path):
+    data = tmp_path / "mem"
+    memory(data).close()
+    code = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(os.path.dirname(__file__))!r})
+        from test_consolidate_memory import params
+        from embodied_memory.consolidate_memory import consolidate_memory
+        from embodied_memory.store import open_store
+        from pathlib import Path
+        store = open_store(params(Path({str(data)!r})))
+        consolidate_memory(store, Path({str(data)!r}) / "identities")
+        print("applied", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)      # no close, no checkpoint
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == -signal.SIGKILL and "applied" in run.stdout, run.stderr[-2000:]
+    store = open_store(params(data))
+    assert {r[1] for r in by_observation(store) if r[0] in {"o6", "o7", "o8", "o9"}} == {"person_0003"}
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    assert manager.assign(face(1)).identity_id == "person_0003"
+    manager.close()
+    store.close()
+
+
+def test_forget_after_a_split_leaves_no_residue(tmp_path):
+    data = tmp_path / "mem"
+    store = memory(data)
+    consolidate_memory(store, data / "identities")
+    store.forget_identity("person_0003")
+    rows = by_observation(store)
+    assert all("person_0003" not in " ".join(map(str, r)) for r in rows)
+    assert {r[1] for r in rows} == {"person_0001", "person_0002"}
+    conn = store._conn()
+    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT IN "
+                                 "('forgotten_identities', 'obs_xy', 'obs_xy_node', 'obs_xy_parent', 'obs_xy_rowid')"):
+        for row in conn.execute(f"SELECT * FROM {table}"):
+            assert "person_0003" not in " ".join(map(str, tuple(row))), (table, tuple(row))
+    with pytest.raises(Exception):
+        store.export_identity("person_0003")
+    store.close()
+
+
+def test_consolidation_refuses_while_perception_holds_the_identity_state(tmp_path):
+    from embodied_memory.people.identity import IdentityStateBusy
+    data = tmp_path / "mem"
+    store = memory(data)
+    holder = IdentityManager(IdentityParams(), data / "identities")
+    with pytest.raises(IdentityStateBusy):
+        consolidate_memory(store, data / "identities", lock_wait_s=0.3)
+    holder.close()
+    store.close()
