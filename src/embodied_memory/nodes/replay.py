@@ -13,7 +13,8 @@ published just before the message, and while the replay waits for the next one (
 the time in between at ``clock_hz``.  The publisher is RELIABLE, VOLATILE, depth 1: it matches
 rclpy's and rclcpp's best-effort /clock subscriptions and reliable ones, and the last bag time
 is delivered.  Before playing, the replay waits (within ``--wait``) until the number of /clock
-subscribers has been stable for a second; a node started after the replay gets no /clock.
+subscribers has been stable for a second, and at the end it sends the final bag time once more
+(for a node discovered while the bag played); a node started after the replay gets no /clock.
 
 The frame selector acknowledges frames with a counter (std_msgs/UInt64 on ``progress_topic``:
 the frames it has taken since it started).  A restarted frame selector counts from 0 again:
@@ -298,6 +299,13 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
             if acks.sent and (paced or acks.seen):  # the last acknowledgements
                 while acks.unacknowledged and acks.waited_s() < ack_timeout_s:
                     executor.spin_once(timeout_sec=0.05)
+            if clock_pub is not None and clock_at["ns"] >= 0:
+                # a node that matched /clock while the bag played (discovery is slow on a loaded
+                # machine) would otherwise end with no time at all: the final bag time once more
+                _settle(executor, clock_pub.get_subscription_count, time.monotonic() + CLOCK_SETTLE_MAX_S)
+                sec, nsec = divmod(clock_at["ns"], 1_000_000_000)
+                clock_pub.publish(Clock(clock=rclpy.time.Time(seconds=sec, nanoseconds=nsec).to_msg()))
+                clock_pub.wait_for_all_acked(rclpy.duration.Duration(seconds=5.0))
             report.wall_s = time.monotonic() - start_wall
             report.corrupt_chunks = list(bag.corrupt_chunks)
     finally:
