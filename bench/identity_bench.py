@@ -69,8 +69,9 @@ def bench_memory(memory: Path, params: IdentityParams, consolidate: bool) -> lis
     finally:
         store.close()
     lines = []
-    stored = identity_quality([(s.identity_id, s.t, s.box) for s in sightings], truth, keyframe_times=times)
-    lines.append(_row(f"{memory.parent.name} stored (as ingested)", stored))
+    stored = identity_quality([(s.identity_id, s.t, s.box) for s in sightings if s.identity_id], truth,
+                              keyframe_times=times)
+    lines.append(_row(f"{memory.parent.name} stored (as the memory holds it: after the operator's names)", stored))
     labels, ms = replay_online(sightings, params)
     online = identity_quality([(labels[s.sighting_id], s.t, s.box) for s in sightings if labels[s.sighting_id]],
                               truth, keyframe_times=times)
