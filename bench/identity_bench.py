@@ -96,9 +96,83 @@ def bench_memory(memory: Path, params: IdentityParams, consolidate: bool) -> lis
     return lines
 
 
+def synthetic_week(people: int = 40, sightings: int = 20000, days: int = 7, dim: int = 128, seed: int = 0):
+    """``sightings`` stored sightings of ``people`` over ``days`` (SFace-like: same person ~0.6-0.9
+    cosine, different ~0.1): walks through the building, a few keyframes per track, 1-3 people
+    per keyframe, each already labelled by its person (the online result), oldest first."""
+    import numpy as np
+    from embodied_memory.types import StoredSighting
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(people, dim))
+    out, t, obs = [], 1_773_000_000.0, 0
+    gap = days * 86400.0 / (sightings / 6)               # between tracks (about 6 sightings each)
+    while len(out) < sightings:
+        here = rng.choice(people, size=int(rng.integers(1, 4)), replace=False)
+        t += gap
+        for _ in range(int(rng.integers(2, 6))):          # one short track: keyframes 1 s apart
+            obs += 1
+            t += 1.0
+            for k, who in enumerate(here):
+                face = centres[who] + 0.55 * rng.normal(size=dim)
+                out.append(StoredSighting(len(out) + 1, obs, t, f"person_{who + 1:04d}", (100.0 * k, 0, 100.0 * k + 60, 200),
+                                          (100.0 * k + 10, 10, 100.0 * k + 50, 50), (face / np.linalg.norm(face)).astype(np.float32),
+                                          None, (float(3 * k), float(who % 7))))
+    return out[:sightings]
+
+
+def bench_synthetic(n: int) -> list[str]:
+    """Consolidation and live assignment at a week's scale (no simulator needed)."""
+    from embodied_memory.people.consolidation import ConsolidationParams, consolidate as run
+    sightings = synthetic_week(sightings=n)
+    start = time.perf_counter()
+    plan = run(sightings, ConsolidationParams(), set())
+    seconds = time.perf_counter() - start
+    _, ms = replay_online(sightings, IdentityParams())
+    late = ms[-len(ms) // 10:]                            # the week's last day: the most exemplars
+    return [f"synthetic week: {n} sightings of 40 people, consolidation {seconds:.1f} s ({len(plan.merges)} merges, "
+            f"{len(plan.splits)} splits, {plan.tracks} face tracks); live assignment: median "
+            f"{statistics.median(ms):.2f} ms, p95 {sorted(ms)[int(0.95 * (len(ms) - 1))]:.2f} ms per sighting "
+            f"(last tenth: median {statistics.median(late):.2f} ms)"]
+
+
+def bench_labelled_faces(photos: list[tuple[str, Path]], label: str) -> list[str]:
+    """Labelled photos (person, path) through the same code path (YuNet + SFace -> assign_frame,
+    one photo a keyframe): purity, ids per person, pairwise precision / recall."""
+    import cv2
+    from embodied_memory.evaluation.identity_metrics import clustering_quality
+    from embodied_memory.perception.faces import YuNetSFace
+    faces, manager, pairs = YuNetSFace(), IdentityManager(IdentityParams()), []
+    for person, photo in photos:
+        found = faces.detect(cv2.imread(str(photo)))
+        if len(found) != 1:
+            continue
+        [result] = manager.assign_frame(None, [Evidence(found[0].embedding, None, face_px(found[0].box))])
+        pairs.append((result.identity_id, person))
+    m = clustering_quality(pairs)
+    return [f"labelled faces, {label}: {len(pairs)} photos of {m['people']} people -> {m['identities']} identities, "
+            f"purity {m['purity']}, ids per person {m['ids_per_person']}, pairwise precision "
+            f"{m['pairwise_precision']} / recall {m['pairwise_recall']}"]
+
+
+def portrait_pairs(out: Path) -> list[tuple[str, Path]]:
+    """MiniWorld's stock portraits (the simulator's faces, shipped in its package) with a second
+    photo of each: mirrored, scaled, relit (``sim.naming.enrolment_photo``)."""
+    from embodied_memory.sim.naming import enrolment_photo
+    from embodied_memory.sim.world import usable_portraits
+    return [pair for i, p in enumerate(usable_portraits())
+            for pair in ((p.stem, p), (p.stem, Path(enrolment_photo(str(p), out / f"{i}.png"))))]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("eval_dir", type=Path, help="an eval --out directory (its seed*/memory_psfr memories)")
+    parser.add_argument("eval_dir", type=Path, nargs="?", help="an eval --out directory (its seed*/memory_psfr memories)")
+    parser.add_argument("--synthetic", type=int, default=0, metavar="N",
+                        help="also consolidate N synthetic sightings of a week (scale; e.g. 20000)")
+    parser.add_argument("--faces", type=Path, default=None, metavar="DIR",
+                        help="also cluster a folder of labelled photos, NAME/*.jpg (e.g. ../shared/data/faces/"
+                             "face_recognition_knn/train)")
+    parser.add_argument("--portraits", action="store_true",
+                        help="also cluster the simulator's stock portraits, two photos of each")
     parser.add_argument("--variant", default="psfr")
     parser.add_argument("--no-consolidate", action="store_true")
     for f in fields(IdentityParams):
@@ -107,6 +181,15 @@ def main(argv=None) -> int:
                                 help=f"IdentityParams.{f.name} (default {f.default})")
     args = parser.parse_args(argv)
     params = IdentityParams(**{f.name: getattr(args, f.name) for f in fields(IdentityParams) if hasattr(args, f.name)})
+    with tempfile.TemporaryDirectory() as tmp:
+        lines = (bench_synthetic(args.synthetic) if args.synthetic else []) + \
+            (bench_labelled_faces([(p.parent.name, p) for p in sorted(args.faces.glob("*/*")) if p.is_file()],
+                                  str(args.faces)) if args.faces else []) + \
+            (bench_labelled_faces(portrait_pairs(Path(tmp)), "stock portraits") if args.portraits else [])
+    for line in lines:
+        print(line, flush=True)
+    if args.eval_dir is None:
+        return 0 if lines else parser.error("give an eval directory, --synthetic, --faces or --portraits")
     memories = sorted(args.eval_dir.glob(f"seed*/memory_{args.variant}")) or \
         sorted(args.eval_dir.glob(f"memory_{args.variant}"))
     if not memories:

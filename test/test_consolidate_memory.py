@@ -153,5 +153,9 @@ def test_consolidation_refuses_while_perception_holds_the_identity_state(tmp_pat
     holder = IdentityManager(IdentityParams(), data / "identities")
     with pytest.raises(IdentityStateBusy):
         consolidate_memory(store, data / "identities", lock_wait_s=0.3)
+    # a dry run (the inspector's proposals) only reads: it works while perception runs
+    proposal = consolidate_memory(store, data / "identities", dry_run=True, lock_wait_s=0.3)
+    assert not proposal.applied and [s[0] for s in proposal.splits] == ["person_0001"]
+    assert proposal.splits[0][1] == "person_0003" and len(proposal.split_sightings[0]) == 4
     holder.close()
     store.close()

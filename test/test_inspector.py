@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = REPO / "test" / "screenshots" / "inspector"
 DESK, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
-PAGES = ("timeline", "map", "people", "ask", "exploration", "health")
+PAGES = ("timeline", "map", "people", "identity-changes", "ask", "exploration", "health")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
@@ -415,3 +415,27 @@ def test_stack_mode_opens_the_stacks_memory_with_its_store_and_agent_parameters(
     stack.write_text("nodes:\n  query_agent:\n    executable: query_agent_node\n")
     with pytest.raises(ConfigError, match="no memory_node"):
         store_backend(parse(["inspect", "--stack", str(stack)]))
+
+
+def test_identity_changes_are_listed_with_consolidations_proposals_and_a_merge_is_undone(memory, tmp_path):
+    copy = _fresh_copy(memory, tmp_path / "memory")
+    a, b = (r[0] for r in _store_rows(copy, "SELECT identity_id FROM identities ORDER BY identity_id LIMIT 2"))
+    of_b = {r[0] for r in _store_rows(copy, "SELECT id FROM sightings WHERE identity_id = ?", (b,))}
+    proc, url = _serve(copy)
+    try:
+        status, _, body = _post(f"{url}/people/{b}/merge", {"into": a})
+        assert status == 200 and not _store_rows(copy, "SELECT 1 FROM sightings WHERE identity_id = ?", (b,))
+        with urllib.request.urlopen(f"{url}/identity-changes", timeout=60) as r:
+            page = r.read().decode()
+        assert "Proposals (consolidation)" in page and ("No merges or splits to propose" in page or
+                                                         'class="proposal"' in page)
+        (change,), = _store_rows(copy, "SELECT id FROM identity_changes WHERE kind = 'merge' AND source = ?", (b,))
+        assert f'action="/identity-changes/{change}/undo"' in page
+        assert _post(f"{url}/identity-changes/consolidate", {})[0] == 400          # not without confirm=yes
+        status, landed, body = _post(f"{url}/identity-changes/{change}/undo", {})
+        assert status == 200 and "sightings moved back" in landed.replace("%20", " ")
+        assert {r[0] for r in _store_rows(copy, "SELECT id FROM sightings WHERE identity_id = ?", (b,))} == of_b
+        assert f"/identity-changes/{change}/undo" not in body and "undone" in body      # once only
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

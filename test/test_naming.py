@@ -81,3 +81,15 @@ def test_a_crop_with_one_person_in_it_shows_that_person_even_with_others_near():
     assert who_is_at(view, [190, 80, 340, 400]) is None           # a box over Bob and Frank: ambiguous
     assert who_is_at(view, [280, 80, 480, 400]) is None           # Frank at the box's edge, not its middle
     assert who_is_at(view, [600, 80, 640, 400]) is None           # a box where nobody stands
+
+
+def test_a_stamp_read_back_rounded_to_the_millisecond_finds_its_frame():
+    """The memory's tools give times to the millisecond: 0.8648 comes back as 0.865, which rounds
+    to 0.87 where the frame's own stamp rounds to 0.86 (such sightings went unattributed and their
+    identities unnamed)."""
+    from embodied_memory.sim.naming import FramesByTime
+    frames = FramesByTime([{"t": 1773050538.3648405, "i": 0}, {"t": 1773050538.8648405, "i": 1},
+                           {"t": 1773050568.8648405, "i": 2}])
+    assert frames.get(round(1773050538.8648405, 3))["i"] == 1
+    assert frames.get(1773050538.3648405)["i"] == 0 and frames.get(1773050568.865)["i"] == 2
+    assert frames.get(1773050538.6) is None and frames.get(1773050600.0) is None and frames.get(0.0) is None

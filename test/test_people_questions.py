@@ -536,3 +536,37 @@ def test_a_topic_before_a_dash_keeps_its_place(agent):
 def test_a_room_at_a_past_time_is_no_habit(agent, question, waypoint):
     ans = ask(agent, question)
     assert ans.status == "ok" and ans.waypoint == waypoint, ans
+
+
+def test_an_answer_resting_on_a_doubtful_identity_says_so_and_is_not_confident(tmp_path):
+    """Conflicting evidence (an unreviewed merge; one identity twice in one view) lowers the
+    answer's confidence and is said in its text; the operator naming it again clears the merge."""
+    s = open_store(make_params(tmp_path, "sqlite_faiss", timezone=ZURICH))
+    s.insert([obs(1, at(29, 9), "desk", 0, 0, "open_office", [ALICE]), obs(2, at(29, 10), "lab", 12, 0, "lab", [BOB]),
+              obs(3, at(29, 11), "kitchen", 5, 0, "kitchen", [CAROL])])
+    try:
+        s.name_identity(ALICE, "Alice")
+        s.name_identity(CAROL, "Carol")
+        agent = QueryAgent(StoreMemoryClient(s), AgentParams(planner="rules", timezone=ZURICH))
+        sure = agent.ask("Where did you last see Alice?", as_of=ASKED)
+        assert sure.waypoint == "open_office" and sure.confidence > 0.5 and "not sure" not in sure.text
+        assert "doubt" not in {k for p in s.people() for k in p}
+
+        s.merge_identities(BOB, ALICE)                     # perception merged Bob into Alice after she was named
+        assert "merged from person_0002" in {p["person"]: p.get("doubt", "") for p in s.people()}[ALICE]
+        doubted = agent.ask("Where did you last see Alice?", as_of=ASKED)
+        assert doubted.waypoint == "lab" and doubted.confidence <= 0.3
+        assert "not sure" in doubted.text and "merged from person_0002" in doubted.text
+        assert agent.ask("Where did you last see Carol?", as_of=ASKED).confidence > 0.5     # others unaffected
+
+        s.name_identity(ALICE, "Alice")                    # the operator looked and confirmed
+        assert "doubt" not in {k for p in s.people() for k in p}
+        assert agent.ask("Where did you last see Alice?", as_of=ASKED).confidence > 0.5
+
+        # two sightings of one identity in one view: two people (a cannot-link broken)
+        s.insert([obs(4, at(29, 12), "two", 5, 0, "kitchen", [CAROL, CAROL])])
+        assert {p["person"]: p.get("doubt", "") for p in s.people()}[CAROL] == "seen twice in one view 1 time"
+        twice = agent.ask("Where did you last see Carol?", as_of=ASKED)
+        assert twice.confidence <= 0.3 and "Carol (seen twice in one view 1 time)" in twice.text
+    finally:
+        s.close()

@@ -129,3 +129,29 @@ def test_a_person_is_placed_at_their_torso_depth_not_the_wall_behind():
     assert person_position(box, np.zeros((60, 80), np.float32), (160, 120), intrinsics, pose) is None
     far = np.full((60, 80), 12.0, np.float32)     # beyond the depth camera's useful range
     assert person_position(box, far, (160, 120), intrinsics, pose) is None
+
+
+def test_the_upscaled_pass_finds_faces_too_small_for_one_pass():
+    """A face of about 11 px (a person 6 m from a 640x480 camera): YuNet at full size misses it,
+    the second pass at 2x finds it, in original pixels, and embeds it; a face both passes see is
+    kept once."""
+    from embodied_memory.perception.faces import YuNetSFace
+    from embodied_memory.sim.world import face_crop, usable_portraits
+    one_pass, two_pass = YuNetSFace(min_size=8), YuNetSFace(min_size=8, upscale=2.0)
+    crop = face_crop(cv2.imread(str(usable_portraits(limit=1)[0])), one_pass)
+    image = np.full((480, 640, 3), 150, np.uint8)
+    small = cv2.resize(crop, (17, 17), interpolation=cv2.INTER_AREA)     # the face itself ~11 px of the crop
+    image[200:217, 400:417] = small
+    large = cv2.resize(crop, (90, 90), interpolation=cv2.INTER_AREA)
+    image[100:190, 100:190] = large
+    found_once = one_pass.detect(image)
+    assert [f for f in found_once if f.box[0] < 190] and not [f for f in found_once if f.box[0] > 390]
+    found = two_pass.detect(image)
+    assert len([f for f in found if f.box[0] < 190]) == 1                    # the large face: once
+    [far] = [f for f in found if f.box[0] > 390]
+    assert 396 <= far.box[0] and far.box[2] <= 421 and 196 <= far.box[1] and far.box[3] <= 221
+    assert far.embedding.shape == (128,) and abs(float(np.linalg.norm(far.embedding)) - 1.0) < 1e-4
+    with pytest.raises(ValueError, match="upscale"):
+        YuNetSFace(upscale=0.5)
+    with pytest.raises(ValueError, match="face_upscale"):
+        PerceptionParams(face_upscale=8.0).validate()

@@ -27,6 +27,7 @@ class ConsolidationReport:
     tracks: int = 0
     merges: list[tuple[str, str]] = field(default_factory=list)
     splits: list[tuple[str, str, int]] = field(default_factory=list)   # (source, new id, sightings)
+    split_sightings: list[list[int]] = field(default_factory=list)     # each split's sighting ids
     relabelled: int = 0
     applied: bool = False
 
@@ -53,16 +54,25 @@ def moves_of(plan: ConsolidationPlan, current: dict[int, str]) -> list[tuple[str
 def consolidate_memory(store, identity_dir: Path, params: ConsolidationParams = ConsolidationParams(),
                        identity_params: IdentityParams = IdentityParams(), dry_run: bool = False,
                        lock_wait_s: float = 2.0) -> ConsolidationReport:
+    """Consolidate the memory of ``store`` and the identity state in ``identity_dir``.  A dry run
+    only reads (perception may hold the state); applying needs the state's lock."""
     sightings = store.sighting_evidence()
     report = ConsolidationReport(sightings=len(sightings))
     names = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
-    manager = IdentityManager(identity_params, identity_dir, lock_wait_s=lock_wait_s)
+    if dry_run:
+        snapshot = IdentityManager.read_snapshot(identity_dir)
+        issued = int(snapshot[0]["next"]) - 1 if snapshot else 0
+        manager = None
+    else:
+        manager = IdentityManager(identity_params, identity_dir, lock_wait_s=lock_wait_s)
+        issued = manager._next - 1
     try:
         plan = consolidate(sightings, params, names=names, new_id=None if dry_run else manager.issue_id,
-                           taken_ids={f"{identity_params.id_prefix}{manager._next - 1:04d}"})
+                           taken_ids={f"{identity_params.id_prefix}{issued:04d}"})
         report.tracks = plan.tracks
         report.merges = list(plan.merges)
         report.splits = [(s.source, s.identity_id, len(s.sightings)) for s in plan.splits]
+        report.split_sightings = [list(s.sightings) for s in plan.splits]
         report.relabelled = len(plan.labels)
         if dry_run or plan.empty:
             return report
@@ -75,4 +85,5 @@ def consolidate_memory(store, identity_dir: Path, params: ConsolidationParams = 
         report.applied = True
         return report
     finally:
-        manager.close()
+        if manager is not None:
+            manager.close()

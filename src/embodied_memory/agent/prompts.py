@@ -38,7 +38,8 @@ Then reply with ONLY a JSON object:
 Leave out keys that do not apply; who came first: persons holds only that one. If the memory has \
 no answer (unknown name, not seen that day, never seen doing it), do not guess: reply \
 {{"type": "none", "text": "I have not seen Zoe on Monday."}}; a yes/no question is still answered \
-"no". Call tools natively or write {{"name": "tool_name", "arguments": {{...}}}}.{rules}"""
+"no". A person listed with a "doubt" may be two people: say so in the text and keep confidence \
+low. Call tools natively or write {{"name": "tool_name", "arguments": {{...}}}}.{rules}"""
 SYSTEM = SYSTEM.replace("{lunch}", LUNCH_TEXT)   # a constant, filled once
 
 RULES_HEADER = "\n\nLessons from earlier episodes (apply when relevant):\n"

@@ -26,6 +26,8 @@ from .slots import place_phrase
 from .tools import NAVIGATE, ToolBox
 from .visits import observed_minutes, split_visits
 
+DOUBTED_CONFIDENCE = 0.3   # at most, for an answer resting on an identity with conflicting evidence
+
 NEAR_EQUAL = 0.05  # similarity margin within which matches count as the same thing
 SAME_THING = 0.12  # below the match in the room, still the same thing seen again (MiniLM, "red box": the same box
                    # described from elsewhere 0.51-0.57, a blue box 0.34)
@@ -96,6 +98,7 @@ class RulesPlanner:
         self.classifier = classifier
         self.not_understood = False          # the last question was like no example of the bank
         self._names: dict[str, str] = {}
+        self._doubts: dict[str, str] = {}     # identity id -> why its sightings may be two people
         self._reader: Optional[MemoryReader] = None
 
     def _call(self, tools: ToolBox, tool: str, args: dict):
@@ -142,6 +145,7 @@ class RulesPlanner:
         # who and where the memory knows as of the question time
         people = self._call(tools, "people", {"before": tools.now})
         self._names = {p["person"]: p.get("name") or p["person"] for p in people}
+        self._doubts = {p["person"]: p["doubt"] for p in people if p.get("doubt")}
         waypoints = [w["waypoint"] for w in self._call(tools, "waypoints", {"before": tools.now})]
         classifier = self.classifier or shared_classifier()
         p = parse_question(question, tools.now, tools.tz, people, waypoints, classifier)
@@ -177,10 +181,23 @@ class RulesPlanner:
                    f"similarity {match.score:.2f} < {MIN_UNDERSTOOD:.2f}")
             return Answer(status=STATUS_NO_ANSWER, text="I am not sure what you mean. Could you ask it another way?",
                           error=f"question not understood: nearest example {match.example!r} ({match.intent}, {why})")
-        ans = self._people_answers(tools).handler(match.intent)(p)
+        ans = self._doubted(self._people_answers(tools).handler(match.intent)(p), p)
         if match.ambiguous:
             ans.note(f"understood as {match.intent} ({match.score:.2f}); could be {match.runner_up} "
                      f"({match.runner_up_score:.2f})")
+        return ans
+
+    def _doubted(self, ans: Answer, p: ParsedQuestion) -> Answer:
+        """An answer resting on an identity whose sightings may be two people (the store's
+        ``identity_doubts``: a broken cannot-link, an unreviewed merge or split) says so and is
+        not stated with confidence."""
+        doubted = [i for i in dict.fromkeys([p.person, *ans.persons]) if i in self._doubts]
+        if not doubted or ans.status == STATUS_NO_ANSWER:
+            return ans
+        ans.confidence = min(ans.confidence, DOUBTED_CONFIDENCE)
+        records = "; ".join(f"{self._names.get(i, i)} ({self._doubts[i]})" for i in doubted)
+        ans.text = (f"{ans.text} I am not sure of this: my record of {records} may hold more than one "
+                    "person.").strip()
         return ans
 
     def _described(self, tools: ToolBox, word: str) -> bool:

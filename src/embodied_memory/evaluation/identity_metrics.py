@@ -50,7 +50,7 @@ def identity_quality(rows, truth: GroundTruth, names: dict[str, str] | None = No
     days: dict[int, list] = defaultdict(list)
     unattributed = 0
     for identity, t, box in rows:
-        frame = by_time.get(round(t, 2))
+        frame = by_time.get(t)
         who = who_is_at(frame, box) if frame else None
         if who is None:
             unattributed += 1
@@ -63,13 +63,18 @@ def identity_quality(rows, truth: GroundTruth, names: dict[str, str] | None = No
     if keyframe_times is not None:
         in_view: Counter = Counter()
         for t in keyframe_times:
-            frame = by_time.get(round(t, 2))
+            frame = by_time.get(t)
             in_view.update(frame["visible"] if frame else [])
         majority = {who for who, _ in overall.pop("_majorities")}
         overall["never_identified"] = sorted(w for w, n in in_view.items() if n >= min_keyframes and w not in majority)
     else:
         overall.pop("_majorities")
     return overall
+
+
+def clustering_quality(pairs) -> dict:
+    """Clustering measures of (identity, person) pairs (any labelled set: one per sighting or photo)."""
+    return {k: v for k, v in _quality(pairs, {}).items() if k not in ("per_person", "_majorities")}
 
 
 def _quality(pairs, names: dict[str, str]) -> dict:

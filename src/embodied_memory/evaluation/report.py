@@ -94,6 +94,15 @@ def _identity_lines(identity: dict) -> list[str]:
         if op:
             lines.append(f"| {variant} | {op['mode']} | | | | | | | reviewed {op['reviewed']} of {op['identities']}, "
                          f"{op['images_looked_at']} images looked at |")
+    detection = {variant: stages["detection"] for variant, stages in identity.items() if stages.get("detection")}
+    if detection:
+        bands = list(next(iter(detection.values())))
+        lines += ["", "Person detection recall by distance from the robot: people the simulator counts as seen in "
+                  "a keyframe that a stored sighting spans (detected / seen).", "",
+                  "| memory | " + " | ".join(bands) + " |", "|---" * (len(bands) + 1) + "|"]
+        for variant, by_band in detection.items():
+            lines.append(f"| {variant} | " + " | ".join(
+                f"{_fmt(m['recall'])} ({m['detected']}/{m['seen']})" for m in by_band.values()) + " |")
     return lines + [""]
 
 

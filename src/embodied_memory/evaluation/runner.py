@@ -331,6 +331,7 @@ def _name(query, namer, truth, naming: str, work_dir: Path):
 @contextlib.contextmanager
 def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress: bool, llm_base_url: str,
             llm_model: str, naming: str, reuse: bool = False):
+    from .detection_metrics import detection_recall
     from .identity_metrics import identity_metrics
     people = MEMORY_VARIANTS[variant]["people"]
     if path == "nodes":
@@ -382,10 +383,14 @@ def _memory(path: str, episode: Path, truth, data: Path, variant: str, progress:
                 naming_report = _name(query, lambda ident, display: store.name_identity(ident, display), truth,
                                       naming, data)
             names_of = naming_report.named
+            times = store.observation_times()
             kept = {**wanted, "keyframes": report.keyframes, "stage_s": report.stage_s,
                     "identity": {"clustering": clustering,
-                                 "after_naming": identity_metrics(query, truth, store.observation_times()),
-                                 "naming": naming_report.to_dict()} if people else {}}
+                                 "after_naming": identity_metrics(query, truth, times),
+                                 "naming": naming_report.to_dict(),
+                                 "detection": detection_recall(truth, times, ((s.t, s.box) for s in
+                                                                              store.sighting_evidence()))}
+                    if people else {}}
             marker.write_text(json.dumps(kept, indent=1))
         agent = QueryAgent(StoreMemoryClient(store), AgentParams(planner="rules", llm_base_url=llm_base_url, llm_model=llm_model),
                            extra_planners={"text_top_k": TextOnlyPlanner()})

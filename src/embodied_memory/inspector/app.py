@@ -261,6 +261,34 @@ def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
             p["crops"] = reader.best_crops(p["person"], 3)
         return page(request, "people.html", people=people, message=message, unidentified=reader.unidentified_sightings())
 
+    @app.get("/identity-changes", response_class=HTMLResponse)
+    def identity_changes(request: Request, message: str = ""):
+        """The journal of merges, splits, undos and namings, and consolidation's proposals."""
+        try:
+            proposal, unavailable = backend.consolidate(dry_run=True), ""
+        except BackendError as exc:
+            proposal, unavailable = None, str(exc)
+        return page(request, "identity_changes.html", changes=reader.identity_changes(), proposal=proposal,
+                    unavailable=unavailable, message=message)
+
+    @app.post("/identity-changes/{change}/undo")
+    def undo_identity_change(change: int):
+        writable()
+        done = backend.undo_identity_change(change)
+        audit.write("undo_identity_change", change=change, done=done)
+        return RedirectResponse(f"/identity-changes?message={quote(f'change {change} undone: {done}')}",
+                                status_code=303)
+
+    @app.post("/identity-changes/consolidate")
+    def apply_consolidation(confirm: str = Form("")):
+        writable()
+        if confirm != "yes":
+            raise HTTPException(400, "confirm=yes applies the proposals; nothing was changed")
+        report = backend.consolidate(dry_run=False)
+        audit.write("consolidate", merges=len(report.merges), splits=len(report.splits), relabelled=report.relabelled)
+        said = f"consolidated: {len(report.merges)} merges, {len(report.splits)} splits, {report.relabelled} sightings"
+        return RedirectResponse(f"/identity-changes?message={quote(said)}", status_code=303)
+
     @app.get("/people/{person}", response_class=HTMLResponse)
     def person_page(request: Request, person: str, message: str = ""):
         return page(request, "person.html", p=known(person), message=message,

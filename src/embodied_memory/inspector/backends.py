@@ -36,6 +36,13 @@ class Backend(Protocol):
     def forget(self, person: str, dry_run: bool) -> dict:
         """sightings_removed, files_removed, images_removed, identity_id, aliases."""
 
+    def undo_identity_change(self, change: int) -> str:
+        """Move a journalled merge's or split's sightings back; returns what was done, in words."""
+
+    def consolidate(self, dry_run: bool):
+        """Consolidation of the memory's identities (``consolidate_memory.ConsolidationReport``):
+        the proposals (dry run) or applied."""
+
     def ask(self, question: str, planner: str, as_of: Optional[float]) -> dict:
         """The agent's answer (Answer.to_dict(), its memory calls in ``trace``) as if asked at ``as_of``."""
 
@@ -78,6 +85,25 @@ class StoreBackend:
 
     def forget(self, person: str, dry_run: bool) -> dict:
         return self.store().forget_identity(person, dry_run=dry_run)
+
+    def undo_identity_change(self, change: int) -> str:
+        from ..store.errors import StoreError
+        try:
+            moved = self.store().undo_identity_change(change)
+        except StoreError as exc:
+            raise BackendError(str(exc), 400) from exc
+        return f"{moved} sightings moved back" if moved else "already undone"
+
+    def consolidate(self, dry_run: bool):
+        from pathlib import Path
+
+        from ..consolidate_memory import consolidate_memory
+        from ..people.identity import IdentityStateBusy
+        try:
+            return consolidate_memory(self.store(), Path(self.store_params.data_dir).expanduser() / "identities",
+                                      dry_run=dry_run)
+        except IdentityStateBusy as exc:
+            raise BackendError(f"{exc}: perception is running on this memory; stop it to apply", 409) from exc
 
     def ask(self, question: str, planner: str, as_of: Optional[float]) -> dict:
         from ..agent.query_agent import QueryAgent

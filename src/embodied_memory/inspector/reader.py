@@ -6,6 +6,7 @@ Every method returns plain dicts (the pages' rows); times are shown in the memor
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sqlite3
 import threading
 from collections import Counter, defaultdict
@@ -188,6 +189,13 @@ class MemoryReader:
                 for r in self._rows("SELECT i.identity_id, i.display_name, COUNT(s.id) AS n, MIN(s.t) AS first, "
                                     "MAX(s.t) AS last FROM identities i LEFT JOIN sightings s ON s.identity_id = "
                                     f"i.identity_id {where} GROUP BY i.identity_id ORDER BY i.identity_id", args)]
+
+    def identity_changes(self, limit: int = 200) -> list[dict]:
+        """The journal of identity changes (merges, splits, undos, namings), newest first."""
+        return [{"change": r["id"], "time": self._fmt(r["t"]), "kind": r["kind"], "source": r["source"],
+                 "target": r["target"], "sightings": len(json.loads(r["sightings"] or "[]")),
+                 "undone": self._fmt(r["undone"]) if r["undone"] is not None else ""}
+                for r in self._rows("SELECT * FROM identity_changes ORDER BY id DESC LIMIT ?", (limit,))]
 
     def unidentified_sightings(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM sightings WHERE COALESCE(identity_id, '') = ''").fetchone()[0]

@@ -204,6 +204,14 @@ class RosBackend:
             raise BackendError(f"the memory node refused the merge: {ack.reason}", 400)
         return "done by the memory node"
 
+    def undo_identity_change(self, change: int) -> str:
+        raise BackendError("undoing an identity change goes to the memory directory, not the running stack: stop "
+                           "the stack and open the inspector on its data_dir", 501)
+
+    def consolidate(self, dry_run: bool):
+        raise BackendError("consolidation reads the memory directory, not the running stack: stop the stack and "
+                           "run `embodied-memory consolidate --dry-run` or open the inspector on its data_dir", 501)
+
     def _on_ack(self, msg) -> None:
         with self._acks_changed:
             if msg.id in self._waiting:            # only the merges this inspector sent and waits for

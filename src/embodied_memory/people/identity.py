@@ -136,8 +136,11 @@ class IdentityManager:
         self.params = params
         self.path = Path(path).expanduser() if path else None
         self._lock = threading.Lock()
-        self._faces = np.zeros((0, 0), dtype=np.float32)    # face exemplars (unit rows)
-        self._labels: list[int] = []                          # cluster per face point
+        self._face_rows = np.zeros((0, 0), dtype=np.float32)  # face exemplars (unit rows), spare rows at the end
+        self._n = 0                                           # exemplars in use (``_faces``)
+        self._labels = np.zeros(0, dtype=np.int64)            # cluster per face point
+        self._sums: dict[int, np.ndarray] = {}                # cluster -> sum of its exemplars (average linkage)
+        self._counts: dict[int, int] = {}                     # cluster -> its exemplars
         self._clusters: dict[int, str] = {}                   # cluster -> identity id
         self._reid: dict[str, list[tuple[Optional[float], np.ndarray]]] = {}   # identity -> recent (t, re-ID)
         self._suppressed = np.zeros((0, 0), dtype=np.float32)  # faces of forgotten people (no id)
@@ -187,8 +190,9 @@ class IdentityManager:
             return
         meta, data = snapshot
         self._faces = data["faces"].astype(np.float32)
-        self._labels = [int(x) for x in data["labels"]]
+        self._labels = data["labels"].astype(np.int64)
         self._clusters = {int(k): v for k, v in meta["clusters"].items()}
+        self._recount()
         self._next = int(meta["next"])
         self._seq = int(meta.get("seq", 0))
         self._reid = {k: [(t, np.asarray(v, np.float32)) for t, v in
@@ -276,6 +280,32 @@ class IdentityManager:
             self._journal.close()
             self._journal = open(self.path / JOURNAL, "w", encoding="utf-8")
 
+    # -- exemplars -------------------------------------------------------------------------
+    @property
+    def _faces(self) -> np.ndarray:
+        return self._face_rows[:self._n]
+
+    @_faces.setter
+    def _faces(self, rows: np.ndarray) -> None:
+        self._face_rows = np.asarray(rows, dtype=np.float32)
+        self._n = len(self._face_rows) if self._face_rows.size else 0
+
+    def _append_face(self, face: np.ndarray) -> None:
+        """One exemplar more, amortised O(1) (spare rows double when full)."""
+        if self._n == 0 and self._face_rows.shape[1:] != face.shape:
+            self._face_rows = np.zeros((16, face.shape[0]), np.float32)
+        elif self._n == len(self._face_rows):
+            self._face_rows = np.vstack([self._face_rows, np.zeros_like(self._face_rows)])
+        self._face_rows[self._n] = face
+        self._n += 1
+
+    def _recount(self) -> None:
+        """Each cluster's exemplar sum and count from scratch (after a load, rebuild or forget)."""
+        self._sums, self._counts = {}, {}
+        for c in np.unique(self._labels):
+            rows = self._faces[self._labels == c]
+            self._sums[int(c)], self._counts[int(c)] = rows.sum(axis=0, dtype=np.float64), len(rows)
+
     # -- assignment --------------------------------------------------------------------------
     @property
     def identities(self) -> list[str]:
@@ -311,18 +341,27 @@ class IdentityManager:
         out = np.full(len(idents), np.inf)
         if self._faces.size == 0 or face.shape[0] != self._faces.shape[1]:
             return out
-        sims = self._faces @ face
-        by_ident: dict[str, list[float]] = {}
-        labels = self._labels
-        for i in np.argsort(-sims):
-            ident = self._clusters[labels[i]]
-            best = by_ident.setdefault(ident, [])
-            if len(best) < self.params.k:
-                best.append(float(sims[i]))
         index = {ident: j for j, ident in enumerate(idents)}
-        for ident, best in by_ident.items():
-            if ident in index:
-                out[index[ident]] = 1.0 - sum(best) / len(best)
+        column = np.full(max(self._clusters, default=0) + 1, -1, np.int64)   # cluster -> its identity's column
+        for c, ident in self._clusters.items():
+            column[c] = index.get(ident, -1)
+        cols = column[self._labels]
+        wanted = cols >= 0
+        cols, sims = cols[wanted], (self._faces @ face)[wanted]
+        if not len(cols):
+            return out
+        # one row per identity (its exemplars' cosines, -inf padded), then each row's k best: O(N)
+        order = np.argsort(cols.astype(np.int32), kind="stable")
+        cols, sims = cols[order], sims[order].astype(np.float64)
+        per_ident = np.bincount(cols, minlength=len(idents))
+        first = np.concatenate([[0], np.cumsum(per_ident)[:-1]])
+        table = np.full((len(idents), int(per_ident.max())), -np.inf)
+        table[cols, np.arange(len(cols)) - first[cols]] = sims
+        k = min(self.params.k, table.shape[1])
+        best = -np.partition(-table, k - 1, axis=1)[:, :k]
+        n = np.minimum(per_ident, k)
+        total = np.where(np.isfinite(best), best, 0.0).sum(axis=1)
+        out[n > 0] = 1.0 - total[n > 0] / n[n > 0]
         return out
 
     def _assign_frame(self, t: Optional[float], sightings: list[Evidence]) -> list[Assignment]:
@@ -417,16 +456,24 @@ class IdentityManager:
         if cluster is None:
             cluster = max(self._clusters, default=-1) + 1
             self._clusters[cluster] = ident
-        self._faces = face[None, :] if self._faces.size == 0 else np.vstack([self._faces, face[None, :]])
-        self._labels.append(cluster)
-        mine = [j for j, lab in enumerate(self._labels) if lab == cluster]
-        drop = mine[:-self.params.max_exemplars] if len(mine) > self.params.max_exemplars else []
+        self._append_face(face)
+        self._labels = np.append(self._labels, cluster)
+        self._sums[cluster] = self._sums.get(cluster, 0.0) + face.astype(np.float64)
+        self._counts[cluster] = self._counts.get(cluster, 0) + 1
+        drop = []
+        if self._counts[cluster] > self.params.max_exemplars:
+            mine = np.flatnonzero(self._labels == cluster)
+            drop = list(mine[:-self.params.max_exemplars])
         if len(self._labels) > self.params.max_face_points:
             drop = sorted(set(drop) | set(range(len(self._labels) - self.params.max_face_points)))
         if drop:
+            for j in drop:
+                lab = int(self._labels[j])
+                self._sums[lab] = self._sums[lab] - self._faces[j]
+                self._counts[lab] -= 1
             keep = np.setdiff1d(np.arange(len(self._labels)), drop)
             self._faces = self._faces[keep]
-            self._labels = [self._labels[j] for j in keep]
+            self._labels = self._labels[keep]
 
     def _centroids(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """(identity ids, sum of each one's exemplars, their counts)."""
@@ -434,10 +481,10 @@ class IdentityManager:
         index = {ident: j for j, ident in enumerate(idents)}
         sums = np.zeros((len(idents), self._faces.shape[1] if self._faces.size else 1), np.float64)
         counts = np.zeros(len(idents))
-        if self._faces.size:
-            rows = np.array([index[self._clusters[lab]] for lab in self._labels])
-            np.add.at(sums, rows, self._faces)
-            np.add.at(counts, rows, 1)
+        for c, ident in self._clusters.items():
+            if self._counts.get(c):
+                sums[index[ident]] += self._sums[c]
+                counts[index[ident]] += self._counts[c]
         return idents, sums, counts
 
     def _merge_candidates(self, touched: set[str]) -> list[tuple[str, str]]:
@@ -469,7 +516,9 @@ class IdentityManager:
     def _merge(self, absorbed: str, survivor: str) -> None:
         keep = next(c for c, i in self._clusters.items() if i == survivor)
         for c in [c for c, i in self._clusters.items() if i == absorbed]:
-            self._labels = [keep if lab == c else lab for lab in self._labels]
+            self._labels[self._labels == c] = keep
+            self._sums[keep] = self._sums.get(keep, 0.0) + self._sums.pop(c, 0.0)
+            self._counts[keep] = self._counts.get(keep, 0) + self._counts.pop(c, 0)
             del self._clusters[c]
         self._reid.setdefault(survivor, []).extend(self._reid.pop(absorbed, []))
         for a, b in list(self._cannot):
@@ -518,7 +567,8 @@ class IdentityManager:
             rows = [(c, v) for c, ident in self._clusters.items() for v in mine[ident][-self.params.max_exemplars:]]
             rows = rows[-self.params.max_face_points:]
             self._faces = np.stack([v for _, v in rows]) if rows else np.zeros((0, 0), np.float32)
-            self._labels = [c for c, _ in rows]
+            self._labels = np.asarray([c for c, _ in rows], dtype=np.int64)
+            self._recount()
             self._cannot = {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b}
             self._reid, self._tracks.tracks = {}, []
             self.merge_log.extend(merges)
@@ -539,14 +589,15 @@ class IdentityManager:
     def _forget(self, identity_id: str, suppress: bool = False) -> bool:
         clusters = [c for c, i in self._clusters.items() if i == identity_id]
         known = bool(clusters) or identity_id in self._reid
-        keep = [i for i, lab in enumerate(self._labels) if lab not in clusters]
+        mine = np.isin(self._labels, clusters)
         if clusters and suppress:
-            gone = self._faces[[i for i, lab in enumerate(self._labels) if lab in clusters]]
+            gone = self._faces[mine]
             bank = gone if not len(self._suppressed) else np.vstack([self._suppressed, gone])
             self._suppressed = bank[-self.params.max_suppressed_points:]
         if clusters:
-            self._faces = self._faces[keep] if keep else np.zeros((0, 0), np.float32)
-            self._labels = [self._labels[i] for i in keep]
+            self._faces = self._faces[~mine] if (~mine).any() else np.zeros((0, 0), np.float32)
+            self._labels = self._labels[~mine]
+            self._recount()
         for c in clusters:
             del self._clusters[c]
         self._reid.pop(identity_id, None)

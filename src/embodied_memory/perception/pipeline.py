@@ -34,6 +34,10 @@ class PerceptionParams:
     yolo_weights: str = ""
     face_backend: str = "yunet_sface"       # yunet_sface | insightface | none
     insightface_root: str = ""
+    face_upscale: float = 2.0               # yunet_sface: a second pass at this scale finds faces of 10-20 px
+                                            # (people 5-7 m away at 640x480); 1: one pass
+    face_min_px: int = 8                    # smaller faces (shorter side, pixels) are not kept; those under
+                                            # identity_min_face_px only join an identity at a tight match
     reid: str = "mobilenetv2"               # mobilenetv2 (appearance features) | torchscript | none
     reid_weights: str = ""                  # torchscript: a body re-ID model (e.g. exported OSNet/KPR)
     region_proposer: str = "none"           # none | segments (offline colour segments) | sam (HIMM / HOV-SG
@@ -65,6 +69,10 @@ class PerceptionParams:
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise ValueError(f"{key}: unknown '{getattr(self, key)}' ({' | '.join(allowed)})")
+        if not 1.0 <= self.face_upscale <= 4.0:
+            raise ValueError(f"face_upscale: {self.face_upscale} (1 = one pass, at most 4)")
+        if self.face_min_px < 1:
+            raise ValueError(f"face_min_px: {self.face_min_px} (pixels, >= 1)")
         if self.describer == "vlm" and not self.vlm_base_url:
             raise ValueError("describer 'vlm' needs vlm_base_url (an OpenAI-compatible endpoint serving a VLM)")
 
@@ -102,7 +110,7 @@ class Perception:
         self.faces = None
         if p.face_backend == "yunet_sface":
             from .faces import YuNetSFace
-            self.faces = YuNetSFace()
+            self.faces = YuNetSFace(min_size=p.face_min_px, upscale=p.face_upscale)
         elif p.face_backend == "insightface":
             from .faces import InsightFaceBackend
             self.faces = InsightFaceBackend(p.insightface_root)

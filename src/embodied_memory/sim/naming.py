@@ -14,6 +14,7 @@ built, from what they can see, as they would at the robot.
 """
 from __future__ import annotations
 
+import bisect
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -70,8 +71,25 @@ def who_is_at(frame: dict, box) -> Optional[str]:
     return None
 
 
-def frames_by_time(truth: GroundTruth) -> dict[float, dict]:
-    return {round(f["t"], 2): f for f in truth.frames}
+class FramesByTime:
+    """The simulator's frames by stamp.  A stamp read back from the memory (its tools round
+    times to the millisecond) finds its frame: the nearest within ``tolerance_s`` (frames are
+    at least 0.5 s apart)."""
+
+    def __init__(self, frames: list[dict], tolerance_s: float = 0.01):
+        self._frames = sorted(frames, key=lambda f: f["t"])
+        self._times = [f["t"] for f in self._frames]
+        self.tolerance_s = tolerance_s
+
+    def get(self, t: float) -> Optional[dict]:
+        i = bisect.bisect_left(self._times, t)
+        near = [j for j in (i - 1, i) if 0 <= j < len(self._times)]
+        j = min(near, key=lambda j: abs(self._times[j] - t), default=None)
+        return self._frames[j] if j is not None and abs(self._times[j] - t) <= self.tolerance_s else None
+
+
+def frames_by_time(truth: GroundTruth) -> FramesByTime:
+    return FramesByTime(truth.frames)
 
 
 def best_sightings(sightings: list[dict], n: int, min_gap_s: float = 30.0) -> list[dict]:
@@ -105,7 +123,7 @@ def label_identities(query: Query, name: Namer, truth: GroundTruth, max_images: 
         votes: Counter = Counter()
         for s in best_sightings(sightings, max_images):
             report.images_looked_at += 1
-            frame = by_time.get(round(s["t"], 2))
+            frame = by_time.get(s["t"])
             who = who_is_at(frame, s["box"]) if frame else None
             if who:
                 votes[who] += 1

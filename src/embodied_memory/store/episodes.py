@@ -22,8 +22,8 @@ from .tool_registry import query_tool
 class EpisodesMixin:
     """Episodes, rules, occupancy maps and the waypoint / people listings of :class:`MemoryStore`.
 
-    Relies on: ``_conn`` and ``_transaction`` (records); ``embed_text`` (index_lifecycle);
-    ``iso`` and ``_covers_everything`` (retrieval)."""
+    Relies on: ``_conn`` and ``_transaction`` (records); ``embed_text`` (index_lifecycle); ``iso`` and
+    ``_covers_everything`` (retrieval); ``identity_doubts`` (identities)."""
 
     def episodes(self) -> list[Episode]:
         return [Episode(r["episode_id"], r["start"], r["end"], r["name"] or "", r["world"] or "")
@@ -98,7 +98,8 @@ class EpisodesMixin:
                  "last_visit": self.iso(r["last"])} for r in rows]
 
     @query_tool("Every stored identity with its name and last sighting (up to a time).",
-                result="person, name (when named), last_seen (ISO, when seen)")
+                result="person, name (when named), last_seen (ISO, when seen), doubt (why its sightings may be "
+                       "more than one person, when they may)")
     def people(self, before: Optional[float] = None) -> list[dict]:
         """Every stored identity with its display name and last sighting (index lookups only);
         with ``before`` only those seen by then, with their last sighting by then."""
@@ -111,8 +112,10 @@ class EpisodesMixin:
                 "SELECT i.identity_id, i.display_name, (SELECT MAX(t) FROM sightings s WHERE s.identity_id = "
                 "i.identity_id AND s.t <= ?) AS last FROM identities i WHERE last IS NOT NULL ORDER BY i.identity_id",
                 (before,))
+        doubts = self.identity_doubts()
         return [{"person": r["identity_id"], **({"name": r["display_name"]} if r["display_name"] else {}),
-                 **({"last_seen": self.iso(r["last"])} if r["last"] else {})} for r in rows]
+                 **({"last_seen": self.iso(r["last"])} if r["last"] else {}),
+                 **({"doubt": doubts[r["identity_id"]]} if r["identity_id"] in doubts else {})} for r in rows]
 
     def recent_positions(self, limit: int) -> list[tuple[float, float, float, bool]]:
         """(x, y, z, has_person) of the newest ``limit`` observations (for map markers)."""

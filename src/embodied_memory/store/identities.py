@@ -82,6 +82,7 @@ class IdentitiesMixin:
                                 "display_name != '' AND identity_id != ? ORDER BY identity_id LIMIT 1",
                                 (display_name, identity_id)).fetchone()
             conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
+            self._journal_change(conn, "named", identity_id, identity_id, [])   # the operator looked at it
         if same is not None:
             survivor, absorbed = sorted((same[0], identity_id))
             self.merge_identities(absorbed, survivor)
@@ -110,6 +111,7 @@ class IdentitiesMixin:
                          (survivor, names.get(absorbed, ""), time.time()))
             if not names.get(survivor) and names.get(absorbed):
                 conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (names[absorbed], survivor))
+            ids = [r[0] for r in conn.execute("SELECT id FROM sightings WHERE identity_id=?", (absorbed,))]
             moved = conn.execute("UPDATE sightings SET identity_id=? WHERE identity_id=?", (survivor, absorbed)).rowcount
             for rid, persons in conn.execute("SELECT id, persons FROM observations WHERE id IN "
                                              "(SELECT obs FROM sightings WHERE identity_id=?)", (survivor,)).fetchall():
@@ -120,6 +122,7 @@ class IdentitiesMixin:
             conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))
             conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
                          (absorbed, survivor))
+            self._journal_change(conn, "merge", absorbed, survivor, ids)
         log.info("merged identity %s into %s (%d sightings)", absorbed, survivor, moved)
         return moved
 
@@ -180,14 +183,39 @@ class IdentitiesMixin:
                                  (source, target))
                 elif kind != "undo":
                     conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (target,))
-                journal.append(conn.execute(
-                    "INSERT INTO identity_changes(t, kind, source, target, sightings) VALUES (?, ?, ?, ?, ?)",
-                    (time.time(), kind, source, target, json.dumps(moved))).lastrowid)
+                journal.append(self._journal_change(conn, kind, source, target, moved))
                 log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
         return journal
 
+    @staticmethod
+    def _journal_change(conn, kind: str, source: str, target: str, sightings: Sequence[int]) -> int:
+        return conn.execute("INSERT INTO identity_changes(t, kind, source, target, sightings) VALUES (?, ?, ?, ?, ?)",
+                            (time.time(), kind, source, target, json.dumps(list(sightings)))).lastrowid
+
+    def identity_doubts(self) -> dict[str, str]:
+        """Identity id -> why its sightings may not all be one person: it is seen twice in one
+        keyframe (two people in one identity: a cannot-link broken), or a merge or split moved
+        its sightings after the operator last named it or undid a change (not yet reviewed)."""
+        conn = self._conn()
+        doubts: dict[str, list[str]] = {}
+        for ident, views in conn.execute(
+                "SELECT identity_id, COUNT(*) FROM (SELECT identity_id, obs FROM sightings WHERE identity_id != '' "
+                "GROUP BY identity_id, obs HAVING COUNT(*) > 1) GROUP BY identity_id"):
+            doubts.setdefault(ident, []).append(f"seen twice in one view {views} time{'s' if views > 1 else ''}")
+        reviewed: dict[str, int] = {}
+        for r in conn.execute("SELECT id, source, target FROM identity_changes WHERE kind IN ('named', 'undo')"):
+            for ident in (r["source"], r["target"]):
+                reviewed[ident] = max(reviewed.get(ident, 0), r["id"])
+        for r in conn.execute("SELECT id, t, kind, source, target FROM identity_changes WHERE kind IN "
+                              "('merge', 'split') AND undone IS NULL ORDER BY id"):
+            for ident, what in ((r["target"], f"{r['kind']}d from {r['source']}" if r["kind"] == "merge"
+                                 else f"split from {r['source']}"), (r["source"], f"{r['kind']} into {r['target']}")):
+                if r["id"] > reviewed.get(ident, 0) and (r["kind"] == "split" or ident == r["target"]):
+                    doubts.setdefault(ident, []).append(f"{what} on {self.iso(r['t'])[:10]}, not yet reviewed")
+        return {ident: "; ".join(dict.fromkeys(reasons)) for ident, reasons in doubts.items()}
+
     def identity_changes(self, limit: int = 100) -> list[dict]:
-        """The journal of merges and splits, newest first."""
+        """The journal of merges, splits, undos and namings, newest first."""
         return [{"change": r["id"], "time": self.iso(r["t"]), "kind": r["kind"], "source": r["source"],
                  "target": r["target"], "sightings": len(json.loads(r["sightings"])), "undone": r["undone"] is not None}
                 for r in self._conn().execute("SELECT * FROM identity_changes ORDER BY id DESC LIMIT ?", (limit,))]
@@ -197,6 +225,8 @@ class IdentitiesMixin:
         row = self._conn().execute("SELECT * FROM identity_changes WHERE id=?", (change,)).fetchone()
         if row is None:
             raise StoreError(f"no identity change {change}")
+        if row["kind"] not in ("merge", "split"):
+            raise StoreError(f"identity change {change} is a {row['kind']}: only merges and splits are undone")
         if row["undone"] is not None:
             return 0
         ids = json.loads(row["sightings"])
