@@ -159,3 +159,27 @@ def test_consolidation_refuses_while_perception_holds_the_identity_state(tmp_pat
     assert proposal.splits[0][1] == "person_0003" and len(proposal.split_sightings[0]) == 4
     holder.close()
     store.close()
+
+
+def test_live_consolidation_beside_a_running_memory_returns_moves_and_keeps_identities_not_yet_stored(tmp_path):
+    """Perception's pass: the memory's database read-only, the live identity state rebuilt at once
+    (an identity the memory does not hold yet keeps its exemplars), the moves for the memory to
+    apply, kept durably until then; applying them twice changes nothing the second time."""
+    from embodied_memory.consolidate_memory import change_records, consolidate_live
+    data = tmp_path / "mem"
+    store = memory(data)
+    live = IdentityManager(IdentityParams(), data / "identities")      # perception holds it
+    newcomer = live.assign(face(2) * -1.0).identity_id                  # person_0003: not in the memory yet
+    report, moves = consolidate_live(data / "memory.sqlite3", live)
+    assert report.applied and moves == [("split", "person_0001", "person_0004", [8, 9, 10, 11])]
+    assert live.assign(face(1)).identity_id == "person_0004" and live.assign(face(0)).identity_id == "person_0001"
+    assert live.assign(face(2) * -1.0).identity_id == newcomer          # kept through the rebuild
+    assert {p["person"] for p in store.people()} == {"person_0001", "person_0002"}   # the memory applies, not this
+    live.record_changes(change_records(moves))
+    live.close()
+    again = IdentityManager(IdentityParams(), data / "identities")
+    assert [c["change_id"] for c in again.change_log] == ["split:person_0001>person_0004:8+4"]
+    again.close()
+    assert len(store.relabel_sightings(moves)) == 1 and store.relabel_sightings(moves) == []
+    assert len(store.call_tool("export_identity", {"person": "person_0004"})["sightings"]) == 4
+    store.close()

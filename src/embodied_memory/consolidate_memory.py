@@ -11,12 +11,14 @@ directory (its identity state is locked while it runs).
 from __future__ import annotations
 
 import logging
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .people.consolidation import ConsolidationParams, ConsolidationPlan, consolidate
 from .people.identity import IdentityManager, IdentityParams
 from .perception.pipeline import face_px
+from .store.identities import read_display_names, read_sighting_evidence
 
 log = logging.getLogger(__name__)
 
@@ -51,39 +53,80 @@ def moves_of(plan: ConsolidationPlan, current: dict[int, str]) -> list[tuple[str
     return [(k, s, t, ids) for (k, s, t), ids in sorted(grouped.items(), key=lambda kv: kv[0][0] != "split")]
 
 
+Move = tuple[str, str, str, list[int]]      # (kind, source, target, sighting ids): one store change
+
+
+def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued: int, id_prefix: str,
+          new_id) -> tuple[ConsolidationReport, ConsolidationPlan]:
+    plan = consolidate(sightings, params, names=names, new_id=new_id, taken_ids={f"{id_prefix}{issued:04d}"})
+    report = ConsolidationReport(sightings=len(sightings), tracks=plan.tracks, merges=list(plan.merges),
+                                 splits=[(s.source, s.identity_id, len(s.sightings)) for s in plan.splits],
+                                 split_sightings=[list(s.sightings) for s in plan.splits], relabelled=len(plan.labels))
+    return report, plan
+
+
+def _faces_after(sightings, plan: ConsolidationPlan, min_face_px: float) -> list[tuple[str, int, object]]:
+    """The exemplars the identity state keeps once the plan is applied: every clear stored face
+    under its new identity."""
+    after = {s.sighting_id: plan.labels.get(s.sighting_id, s.identity_id) for s in sightings}
+    return [(after[s.sighting_id], s.obs, s.face_embedding) for s in sightings
+            if s.face_embedding is not None and after[s.sighting_id] and face_px(s.face_box) >= min_face_px]
+
+
 def consolidate_memory(store, identity_dir: Path, params: ConsolidationParams = ConsolidationParams(),
                        identity_params: IdentityParams = IdentityParams(), dry_run: bool = False,
                        lock_wait_s: float = 2.0) -> ConsolidationReport:
-    """Consolidate the memory of ``store`` and the identity state in ``identity_dir``.  A dry run
-    only reads (perception may hold the state); applying needs the state's lock."""
+    """Consolidate the memory of ``store`` and the identity state in ``identity_dir`` (perception
+    stopped: ``embodied-memory consolidate``, the inspector on a memory at rest).  A dry run only
+    reads (perception may hold the state); applying needs the state's lock."""
     sightings = store.sighting_evidence()
-    report = ConsolidationReport(sightings=len(sightings))
     names = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
+    manager = None
     if dry_run:
         snapshot = IdentityManager.read_snapshot(identity_dir)
         issued = int(snapshot[0]["next"]) - 1 if snapshot else 0
-        manager = None
     else:
         manager = IdentityManager(identity_params, identity_dir, lock_wait_s=lock_wait_s)
-        issued = manager._next - 1
+        issued = manager.issued
     try:
-        plan = consolidate(sightings, params, names=names, new_id=None if dry_run else manager.issue_id,
-                           taken_ids={f"{identity_params.id_prefix}{issued:04d}"})
-        report.tracks = plan.tracks
-        report.merges = list(plan.merges)
-        report.splits = [(s.source, s.identity_id, len(s.sightings)) for s in plan.splits]
-        report.split_sightings = [list(s.sightings) for s in plan.splits]
-        report.relabelled = len(plan.labels)
+        report, plan = _plan(sightings, names, params, issued, identity_params.id_prefix,
+                             None if dry_run else manager.issue_id)
         if dry_run or plan.empty:
             return report
-        current = {s.sighting_id: s.identity_id for s in sightings}
-        store.relabel_sightings(moves_of(plan, current))
-        after = {sid: plan.labels.get(sid, ident) for sid, ident in current.items()}
-        manager.rebuild([(after[s.sighting_id], s.obs, s.face_embedding) for s in sightings
-                         if s.face_embedding is not None and after[s.sighting_id]
-                         and face_px(s.face_box) >= identity_params.min_face_px], plan.merges)
+        store.relabel_sightings(moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}))
+        manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px), plan.merges)
         report.applied = True
         return report
     finally:
         if manager is not None:
             manager.close()
+
+
+def consolidate_live(db_path: Path, manager: IdentityManager, params: ConsolidationParams = ConsolidationParams(),
+                     dry_run: bool = False) -> tuple[ConsolidationReport, list[Move]]:
+    """Consolidation beside a running memory (perception's, with its own identity state): the
+    stored sightings are read from the memory's database read-only, split ids come from
+    ``manager``, which is rebuilt at once (identities the database does not hold yet keep their
+    exemplars); the returned moves are for the memory to apply (``IdentitySplit`` messages)."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30.0)
+    try:
+        sightings, names = read_sighting_evidence(conn), read_display_names(conn)
+    finally:
+        conn.close()
+    report, plan = _plan(sightings, names, params, manager.issued, manager.params.id_prefix,
+                         None if dry_run else manager.issue_id)
+    if dry_run or plan.empty:
+        return report, []
+    moves = moves_of(plan, {s.sighting_id: s.identity_id for s in sightings})
+    stored = {s.identity_id for s in sightings}
+    manager.rebuild(_faces_after(sightings, plan, manager.params.min_face_px), plan.merges,
+                    keep=lambda ident: ident not in stored)
+    report.applied = True
+    return report, moves
+
+
+def change_records(moves: list[Move]) -> list[dict]:
+    """Each move as the record perception keeps and sends (``IdentitySplit``), with the id the
+    memory acknowledges it by."""
+    return [{"change_id": f"{kind}:{source}>{target}:{ids[0]}+{len(ids)}", "kind": kind, "source": source,
+             "target": target, "sightings": [int(i) for i in ids]} for kind, source, target, ids in moves if ids]

@@ -25,6 +25,9 @@ MEMORY_FORGET_SERVICE = "/memory/forget"            # Forget
 MEMORY_NAME_SERVICE = "/memory/name_identity"       # NameIdentity
 ACKS_TOPIC = "/memory/acks"                         # embodied_memory_interfaces/Ack (nodes/delivery.py)
 FORGOTTEN_TOPIC = "/memory/forgotten_identities"    # embodied_memory_interfaces/IdentityForgotten
+MERGES_TOPIC = "/memory/identity_merges"            # IdentityMerge (perception -> memory)
+IDENTITY_CHANGES_TOPIC = "/memory/identity_changes"  # IdentitySplit: consolidation's moves (perception -> memory)
+CONSOLIDATE_SERVICE = "/perception/consolidate"     # Consolidate (perception re-clusters the stored face tracks)
 RESEND_AFTER_S = 10.0                               # neither accepted nor acknowledged this long: sent
                                                     # again (then after 2x, 4x, 8x)
 SENSOR_QOS_CHOICES = ("sensor_data", "reliable")    # image/depth/camera-info/odometry subscriptions
@@ -43,7 +46,8 @@ class MemoryNodeParams(StoreParams):
     markers_period_s: float = 5.0
     markers_max: int = 2000
     map_frame: str = "map"
-    merges_topic: str = "/memory/identity_merges"
+    merges_topic: str = MERGES_TOPIC
+    identity_changes_topic: str = IDENTITY_CHANGES_TOPIC
     episode_maps_topic: str = "/memory/episode_maps"
     acks_topic: str = ACKS_TOPIC
     forgotten_topic: str = FORGOTTEN_TOPIC
@@ -155,7 +159,8 @@ def check_sensor_qos(value: str) -> None:
 class PerceptionNodeParams(PerceptionParams):
     keyframes_topic: str = "/memory/keyframes"
     observations_topic: str = "/memory/observations"
-    merges_topic: str = "/memory/identity_merges"
+    merges_topic: str = MERGES_TOPIC
+    identity_changes_topic: str = IDENTITY_CHANGES_TOPIC
     acks_topic: str = ACKS_TOPIC                       # observations are kept until the memory
     max_unacked_observations: int = 500                # acknowledges them
     resend_after_s: float = RESEND_AFTER_S
@@ -165,6 +170,9 @@ class PerceptionNodeParams(PerceptionParams):
     max_queued_keyframes: int = 500                    # accepted, not yet perceived (more: resent later;
                                                        # a replay at 1000x real time fills it)
     max_attempts: int = 3                              # perception failures (VLM down) before a drop
+    consolidate_every_h: float = 0.0                   # re-cluster the stored face tracks this often (node clock;
+                                                       # reads data_dir/memory.sqlite3); 0: only on a
+                                                       # /perception/consolidate request
     autostart: bool = False                            # configure (load the models) + activate at start-up;
                                                        # false: a launch system drives it (nodes/lifecycle.py)
 
@@ -180,6 +188,8 @@ class PerceptionNodeParams(PerceptionParams):
                 raise ValueError(f"{name}: must be >= 1")
         if not self.resend_after_s > 0:
             raise ValueError("resend_after_s: must be > 0")
+        if not 0 <= self.consolidate_every_h <= 24 * 365:
+            raise ValueError(f"consolidate_every_h: {self.consolidate_every_h} (hours, 0 = on request only)")
 
 
 @dataclass(frozen=True)

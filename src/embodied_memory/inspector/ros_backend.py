@@ -209,8 +209,9 @@ class RosBackend:
                            "the stack and open the inspector on its data_dir", 501)
 
     def consolidate(self, dry_run: bool):
-        raise BackendError("consolidation reads the memory directory, not the running stack: stop the stack and "
-                           "run `embodied-memory consolidate --dry-run` or open the inspector on its data_dir", 501)
+        raise BackendError("proposals with crops need the memory directory at rest; on the running stack, call "
+                           "/perception/consolidate (embodied_memory_interfaces/srv/Consolidate, dry_run: true first)",
+                           501)
 
     def _on_ack(self, msg) -> None:
         with self._acks_changed:

@@ -2,6 +2,7 @@
 
 Subscribes  /memory/observations (embodied_memory_interfaces/Observation),
             /memory/identity_merges (IdentityMerge),
+            /memory/identity_changes (IdentitySplit: consolidation's splits and merges, by sighting),
             /memory/episode_maps (EpisodeMap: an exploration episode's occupancy grid)
 Services    /memory/query (QueryMemory), /memory/stats (GetMemoryStats),
             /memory/forget (Forget), /memory/name_identity (NameIdentity)
@@ -23,7 +24,7 @@ import json
 import threading
 import time
 
-from embodied_memory_interfaces.msg import Ack, EpisodeMap, IdentityForgotten, IdentityMerge, MemoryStats
+from embodied_memory_interfaces.msg import Ack, EpisodeMap, IdentityForgotten, IdentityMerge, IdentitySplit, MemoryStats
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from embodied_memory_interfaces.srv import Forget, GetMemoryStats, NameIdentity, QueryMemory
 from geometry_msgs.msg import Point
@@ -127,6 +128,9 @@ class MemoryNode(ManagedNode):
             QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)))
         add((self.destroy_subscription, self.create_subscription(
             IdentityMerge, p.merges_topic, h.guard(self._gated(self._on_merge), "identity merge"),
+            QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)))
+        add((self.destroy_subscription, self.create_subscription(
+            IdentitySplit, p.identity_changes_topic, h.guard(self._gated(self._on_identity_change), "identity change"),
             QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE), callback_group=writes)))
         add((self.destroy_subscription, self.create_subscription(
             EpisodeMap, p.episode_maps_topic, h.guard(self._gated(self._on_episode_map), "episode map"),
@@ -245,6 +249,29 @@ class MemoryNode(ManagedNode):
         self._acks.send(merge, Ack.STORED)
         self.get_logger().info(f"identity {msg.absorbed_id} merged into {msg.surviving_id} ({moved} sightings)")
         self._dirty.set()
+
+    def _on_identity_change(self, msg: IdentitySplit) -> None:
+        """Consolidation's move of some sightings (perception keeps it until acknowledged; applied
+        once, a resend changes nothing)."""
+        if msg.kind not in (IdentitySplit.KIND_SPLIT, IdentitySplit.KIND_MERGE):
+            self.health.drop("identity_change_rejected", f"identity change {msg.change_id}: kind {msg.kind!r}")
+            self._acks.send(msg.change_id, Ack.REJECTED, f"unknown kind {msg.kind!r} (split | merge)")
+            return
+        try:
+            journalled = self.store.relabel_sightings([(msg.kind, msg.source_id, msg.target_id,
+                                                        [int(i) for i in msg.sighting_ids])])
+        except StoreWriteError as exc:
+            self.health.drop("store_write_error", f"identity change {msg.change_id}: {exc}")
+            return
+        except Exception as exc:  # noqa: BLE001 - an invalid change will not become valid
+            self.health.drop("identity_change_rejected", f"identity change {msg.change_id}: {exc}")
+            self._acks.send(msg.change_id, Ack.REJECTED, str(exc))
+            return
+        self._acks.send(msg.change_id, Ack.STORED)
+        if journalled:
+            self.get_logger().info(f"identity {msg.kind}: {len(msg.sighting_ids)} sightings of {msg.source_id} -> "
+                                   f"{msg.target_id}")
+            self._dirty.set()
 
     def _on_query(self, request, response):
         try:

@@ -1,4 +1,5 @@
-"""perception_node: /memory/keyframes -> /memory/observations (+ /memory/identity_merges).
+"""perception_node: /memory/keyframes -> /memory/observations (+ /memory/identity_merges,
+/memory/identity_changes; serves /perception/consolidate).
 
 Keyframes are queued by the subscription (acknowledged as accepted) and perceived in a worker
 thread, so no callback waits for the models or a VLM endpoint. Observations and identity merges
@@ -8,6 +9,13 @@ decoded is acknowledged as dropped, so the frame selector stops keeping it; a fu
 accepts nothing more, so the frame selector sends it again later. ``/memory/forgotten_identities``
 (from the memory node, on an operator's forget request) makes it drop the identity's face and
 re-ID points at once.
+
+Consolidation ("sleep", ``consolidate_memory.consolidate_live``) runs on a
+``/perception/consolidate`` request and every ``consolidate_every_h`` hours of the node's clock,
+in its own callback group: it reads the stored sightings from ``data_dir/memory.sqlite3``
+read-only, rebuilds the identity state (split ids from its counter) and sends each move as an
+``IdentitySplit`` on ``/memory/identity_changes``, kept (durably, in the identity state) and sent
+again until the memory acknowledges it.
 
 Lifecycle (nodes/lifecycle.py): configure loads the models and the identity state (missing
 weights fail it, the reason logged) and starts the worker; activate subscribes to keyframes
@@ -23,13 +31,17 @@ import queue
 import threading
 from collections import OrderedDict
 
-from embodied_memory_interfaces.msg import Ack, IdentityForgotten, IdentityMerge
+from embodied_memory_interfaces.msg import Ack, IdentityForgotten, IdentityMerge, IdentitySplit
 from embodied_memory_interfaces.msg import Keyframe as KeyframeMsg
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
+from embodied_memory_interfaces.srv import Consolidate
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
+from ..consolidate_memory import change_records, consolidate_live
+
 from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg, pixel_intrinsics
-from ..params import PerceptionNodeParams
+from ..params import CONSOLIDATE_SERVICE, PerceptionNodeParams
 from ..perception.pipeline import Perception, PerceptionParams
 from ..types import Keyframe
 from .common import forgotten_qos, from_time_msg, keyframe_qos, node_options, node_params, run_node, to_time_msg
@@ -51,7 +63,9 @@ class PerceptionNode(ManagedNode):
         p = self.params = node_params(self, PerceptionNodeParams)
         self.perception: Perception | None = None   # loaded by configure
         self.health = h = NodeHealth(self)
-        self._observations = self._merges = self._acks = None   # created by the first configure
+        self._observations = self._merges = self._changes = self._acks = None   # created by the first configure
+        self._consolidation = MutuallyExclusiveCallbackGroup()   # seconds of work: never on the keyframe path
+        self._consolidate_srv = self._consolidate_timer = None
         self._queue: queue.Queue = queue.Queue(maxsize=p.max_queued_keyframes)
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._in_work: set[str] = set()            # queued or being perceived
@@ -83,6 +97,10 @@ class PerceptionNode(ManagedNode):
             self._merges = AcknowledgedPublisher(
                 self, IdentityMerge, p.merges_topic, reliable, acks_topic=p.acks_topic, health=h, id_of=merge_id,
                 what="identity_merge", max_unacked=10_000, resend_after_s=p.resend_after_s)
+            self._changes = AcknowledgedPublisher(
+                self, IdentitySplit, p.identity_changes_topic, reliable, acks_topic=p.acks_topic, health=h,
+                id_of=lambda m: m.change_id, what="identity_change", max_unacked=10_000,
+                resend_after_s=p.resend_after_s)
             self._acks = AckPublisher(self, p.acks_topic)
         self.forgotten = set()   # the memory's transient-local history applies every forget to these identities
         self._forgotten_sub = self.create_subscription(
@@ -101,6 +119,15 @@ class PerceptionNode(ManagedNode):
             keyframe_qos())
         for absorbed, survivor in self.perception.take_merges():   # recomputed from the identity journal
             self._publish_merge(absorbed, survivor)
+        for change in self.perception.identities.change_log:       # applied once however often sent
+            self._publish_change(change)
+        self._consolidate_srv = self.create_service(
+            Consolidate, CONSOLIDATE_SERVICE, self.health.guard_service(self._on_consolidate, "consolidate"),
+            callback_group=self._consolidation)
+        if self.params.consolidate_every_h > 0:
+            self._consolidate_timer = self.create_timer(self.params.consolidate_every_h * 3600.0,
+                                                        self.health.guard(self._on_timer, "consolidation"),
+                                                        callback_group=self._consolidation)
 
     def _stop_serving(self) -> None:
         """Takes no keyframes any more (the frame selector keeps them); the worker finishes the
@@ -110,6 +137,12 @@ class PerceptionNode(ManagedNode):
         sub, self._keyframes_sub = self._keyframes_sub, None
         if sub is not None:
             self.destroy_subscription(sub)
+        srv, self._consolidate_srv = self._consolidate_srv, None
+        if srv is not None:
+            self.destroy_service(srv)
+        timer, self._consolidate_timer = self._consolidate_timer, None
+        if timer is not None:
+            self.destroy_timer(timer)
 
     def release(self) -> None:
         """Back to unconfigured: stop the worker, release the models (the identity state is saved)."""
@@ -242,6 +275,40 @@ class PerceptionNode(ManagedNode):
     def _publish_merge(self, absorbed: str, survivor: str) -> None:
         self._merges.publish(IdentityMerge(stamp=to_time_msg(self.get_clock().now().nanoseconds * 1e-9),
                                            absorbed_id=absorbed, surviving_id=survivor))
+
+    def _publish_change(self, change: dict) -> None:
+        self._changes.publish(IdentitySplit(
+            stamp=to_time_msg(self.get_clock().now().nanoseconds * 1e-9), change_id=change["change_id"],
+            kind=change["kind"], source_id=change["source"], target_id=change["target"],
+            sighting_ids=change["sightings"]))
+
+    def _consolidate(self, dry_run: bool):
+        """One consolidation pass (the service's and the timer's); returns its report."""
+        perception = self.perception
+        if perception is None:
+            raise RuntimeError("perception is not configured")
+        db = perception.data_dir / "memory.sqlite3"
+        if not db.exists():
+            raise FileNotFoundError(f"no memory at {db}: consolidation reads the memory node's database (give "
+                                    "both nodes one data_dir)")
+        report, moves = consolidate_live(db, perception.identities, dry_run=dry_run)
+        changes = change_records(moves)
+        if changes:
+            perception.identities.record_changes(changes)
+            for change in changes:
+                self._publish_change(change)
+        self.get_logger().info(f"consolidation: {report.summary()}")
+        return report
+
+    def _on_consolidate(self, request, response):
+        report = self._consolidate(request.dry_run)
+        response.success, response.message = True, report.summary()
+        response.merges, response.splits, response.relabelled = len(report.merges), len(report.splits), \
+            report.relabelled
+        return response
+
+    def _on_timer(self) -> None:
+        self._consolidate(dry_run=False)
 
     def _on_forgotten(self, msg: IdentityForgotten) -> None:
         for identity in [msg.identity_id, *msg.aliases]:

@@ -58,6 +58,7 @@ from .tracks import Track, TrackBook, TrackParams
 
 log = logging.getLogger(__name__)
 JOURNAL = "identities.journal"
+MAX_CHANGE_LOG = 1000      # consolidation moves kept for re-sending
 SNAPSHOT = "identities.npz"
 
 
@@ -150,6 +151,7 @@ class IdentityManager:
         self._journal = None
         self._seq = 0                                         # journal entries applied
         self.merge_log: list[tuple[str, str]] = []            # every merge so far (re-sent after a start)
+        self.change_log: list[dict] = []                      # consolidation's moves (re-sent after a start)
         if self.path is not None:
             self.path.mkdir(parents=True, exist_ok=True)
             self._lock_file = open(self.path / "identities.lock", "w")
@@ -206,6 +208,7 @@ class IdentityManager:
         if "suppressed" in data:
             self._suppressed = data["suppressed"].astype(np.float32)
         self.merge_log = [tuple(m) for m in meta.get("merges", [])]
+        self.change_log = list(meta.get("changes", []))
         log.info("loaded %d identities (%d face points) from %s", len(set(self._clusters.values())),
                  len(self._labels), self.path)
 
@@ -258,7 +261,8 @@ class IdentityManager:
         self.path.mkdir(parents=True, exist_ok=True)
         meta = {"clusters": {str(k): v for k, v in self._clusters.items()}, "next": self._next, "seq": self._seq,
                 "reid": {k: [[t, v.tolist()] for t, v in vs] for k, vs in self._reid.items()},
-                "merges": [list(m) for m in self.merge_log], "cannot_link": sorted(list(p) for p in self._cannot),
+                "merges": [list(m) for m in self.merge_log], "changes": self.change_log,
+                "cannot_link": sorted(list(p) for p in self._cannot),
                 "tracks": [{"id": t.track_id, "t": t.t, "p": list(t.position) if t.position else None,
                             "b": list(t.box), "identity": t.identity_id, "n": t.sightings}
                            for t in self._tracks.tracks],
@@ -552,13 +556,32 @@ class IdentityManager:
                 self._save_locked()
             return ident
 
-    def rebuild(self, faces: list[tuple[str, int, np.ndarray]], merges: list[tuple[str, str]] = ()) -> None:
+    def record_changes(self, changes: list[dict]) -> None:
+        """Consolidation's moves for the memory (kept, durably, to be sent again after a start;
+        the memory applies a move once); the newest ``MAX_CHANGE_LOG`` are kept."""
+        with self._lock:
+            self.change_log = (self.change_log + list(changes))[-MAX_CHANGE_LOG:]
+            if self.path is not None:
+                self._save_locked()
+
+    @property
+    def issued(self) -> int:
+        """The number of the last id issued (ids are never reused)."""
+        return self._next - 1
+
+    def rebuild(self, faces: list[tuple[str, int, np.ndarray]], merges: list[tuple[str, str]] = (),
+                keep=None) -> None:
         """Replace the exemplars with ``faces`` ((identity, observation, clear face embedding),
         oldest first: the memory after consolidation) and the cannot-links with the pairs seen in
         one observation; re-ID banks and tracks start again, suppressed faces and the id counter
-        stay, ``merges`` join the merge log.  Durable at once."""
+        stay, ``merges`` join the merge log.  ``keep(identity)`` true: that identity's current
+        exemplars stay too (one the memory did not hold yet).  Durable at once."""
         with self._lock:
             mine: dict[str, list[np.ndarray]] = {}
+            for row, label in zip(self._faces, self._labels):
+                ident = self._clusters[int(label)]
+                if keep is not None and keep(ident):
+                    mine.setdefault(ident, []).append(row)
             by_obs: dict[int, set[str]] = {}
             for ident, obs, face in faces:
                 mine.setdefault(ident, []).append(_unit(face))

@@ -43,6 +43,30 @@ def scrub_identity(text: str, pattern: Optional[re.Pattern]) -> str:
     return pattern.sub("a person", text) if pattern is not None and text else text
 
 
+def read_sighting_evidence(conn, since: float = 0.0) -> list[StoredSighting]:
+    """``MemoryStore.sighting_evidence`` on any connection to a memory's database (perception's
+    consolidation reads it read-only beside the running memory node)."""
+    out = []
+    for r in conn.execute(
+            "SELECT id, obs, t, identity_id, x1, y1, x2, y2, face_box, face_emb, reid_emb, px, py FROM sightings "
+            "WHERE t >= ? ORDER BY t, obs, id", (since,)):
+        face_box = None
+        if r[8]:
+            try:
+                face_box = tuple(float(v) for v in json.loads(r[8]))
+            except (ValueError, TypeError):
+                face_box = None
+        out.append(StoredSighting(r[0], r[1], r[2], r[3] or "", (r[4], r[5], r[6], r[7]), face_box, _unblob(r[9]),
+                                  _unblob(r[10]), (r[11], r[12]) if r[11] is not None else None))
+    return out
+
+
+def read_display_names(conn) -> dict[str, str]:
+    """Identity id -> its operator-given name (lower case), named identities only."""
+    return {r[0]: r[1].lower() for r in conn.execute("SELECT identity_id, display_name FROM identities "
+                                                     "WHERE display_name != ''")}
+
+
 class IdentitiesMixin:
     """Identities, naming, merging, forgetting, export and file deletion of :class:`MemoryStore`.
 
@@ -141,18 +165,18 @@ class IdentitiesMixin:
                     continue
                 if target in forgotten or source in forgotten:
                     raise StoreError(f"{kind} {source} -> {target}: a forgotten identity takes no part")
-                if kind == "split" and conn.execute(
-                        "SELECT 1 FROM identities WHERE identity_id=? UNION SELECT 1 FROM identity_aliases "
-                        "WHERE alias_id=?", (target, target)).fetchone():
-                    raise StoreError(f"split {source} -> {target}: {target} is in use (ids are never reused)")
                 moved = []
                 for chunk in range(0, len(ids), 500):
                     part = list(ids[chunk:chunk + 500])
                     marks = ",".join("?" * len(part))
                     moved += [r[0] for r in conn.execute(
                         f"SELECT id FROM sightings WHERE identity_id=? AND id IN ({marks})", (source, *part))]
-                if not moved:
+                if not moved:       # done before (a change sent again) or nothing of it left
                     continue
+                if kind == "split" and conn.execute(
+                        "SELECT 1 FROM identities WHERE identity_id=? UNION SELECT 1 FROM identity_aliases "
+                        "WHERE alias_id=?", (target, target)).fetchone():
+                    raise StoreError(f"split {source} -> {target}: {target} is in use (ids are never reused)")
                 conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
                              (target, "", time.time()))
                 obs = set()
@@ -247,20 +271,7 @@ class IdentitiesMixin:
     def sighting_evidence(self, since: float = 0.0) -> list[StoredSighting]:
         """Every stored sighting since ``since``, oldest first (a keyframe's together), with its
         face and body embeddings: what consolidation re-clusters."""
-        out = []
-        for r in self._conn().execute(
-                "SELECT id, obs, t, identity_id, x1, y1, x2, y2, face_box, face_emb, reid_emb, px, py FROM sightings "
-                "WHERE t >= ? ORDER BY t, obs, id", (since,)):
-            face_box = None
-            if r["face_box"]:
-                try:
-                    face_box = tuple(float(v) for v in json.loads(r["face_box"]))
-                except (ValueError, TypeError):
-                    face_box = None
-            out.append(StoredSighting(r["id"], r["obs"], r["t"], r["identity_id"] or "",
-                                      (r["x1"], r["y1"], r["x2"], r["y2"]), face_box, _unblob(r["face_emb"]),
-                                      _unblob(r["reid_emb"]), (r["px"], r["py"]) if r["px"] is not None else None))
-        return out
+        return read_sighting_evidence(self._conn(), since)
 
     @query_tool("Everything stored about one identity (a subject-access export).",
                 result="identity_id, display_name, created, sightings (observation_id, time, episode, waypoint, position...), summaries")
