@@ -562,6 +562,10 @@ def test_an_answer_resting_on_a_doubtful_identity_says_so_and_is_not_confident(t
         s.name_identity(ALICE, "Alice")                    # the operator looked and confirmed
         assert "doubt" not in {k for p in s.people() for k in p}
         assert agent.ask("Where did you last see Alice?", as_of=ASKED).confidence > 0.5
+        s.insert([obs(5, at(29, 11, 30), "lab", 12, 0, "lab", [MAY])])
+        s.name_identity(MAY, "alice")                      # named like Alice: merged by the operator, no doubt
+        assert {p["person"] for p in s.people()} == {ALICE, CAROL} and "doubt" not in {k for p in s.people() for k in p}
+        assert [c["kind"] for c in s.identity_changes()[:3]] == ["reviewed", "merge", "reviewed"]
 
         # two sightings of one identity in one view: two people (a cannot-link broken)
         s.insert([obs(4, at(29, 12), "two", 5, 0, "kitchen", [CAROL, CAROL])])

@@ -80,7 +80,7 @@ class StoreBackend:
             raise BackendError(str(exc), 404) from exc
 
     def merge(self, person: str, into: str) -> str:
-        moved = self.store().merge_identities(person, into)
+        moved = self.store().merge_identities(person, into, reviewed=True)
         return f"{moved} sightings moved"
 
     def forget(self, person: str, dry_run: bool) -> dict:

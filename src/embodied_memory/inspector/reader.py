@@ -191,7 +191,7 @@ class MemoryReader:
                                     f"i.identity_id {where} GROUP BY i.identity_id ORDER BY i.identity_id", args)]
 
     def identity_changes(self, limit: int = 200) -> list[dict]:
-        """The journal of identity changes (merges, splits, undos, namings), newest first."""
+        """The journal of identity changes (merges, splits, undos, the operator's reviews), newest first."""
         return [{"change": r["id"], "time": self._fmt(r["t"]), "kind": r["kind"], "source": r["source"],
                  "target": r["target"], "sightings": len(json.loads(r["sightings"] or "[]")),
                  "undone": self._fmt(r["undone"]) if r["undone"] is not None else ""}

@@ -106,16 +106,17 @@ class IdentitiesMixin:
                                 "display_name != '' AND identity_id != ? ORDER BY identity_id LIMIT 1",
                                 (display_name, identity_id)).fetchone()
             conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
-            self._journal_change(conn, "named", identity_id, identity_id, [])   # the operator looked at it
+            self._journal_change(conn, "reviewed", identity_id, identity_id, [])   # the operator looked at it
         if same is not None:
             survivor, absorbed = sorted((same[0], identity_id))
-            self.merge_identities(absorbed, survivor)
+            self.merge_identities(absorbed, survivor, reviewed=True)
             return survivor
         return identity_id
 
-    def merge_identities(self, absorbed: str, survivor: str) -> int:
-        """Perception found two identities to be one person: relabel every sighting of
-        ``absorbed`` as ``survivor``; returns the number of sightings moved."""
+    def merge_identities(self, absorbed: str, survivor: str, reviewed: bool = False) -> int:
+        """Perception (or, ``reviewed``, an operator) found two identities to be one person:
+        relabel every sighting of ``absorbed`` as ``survivor``; returns the number of sightings
+        moved.  Journalled; perception's merge is a doubt on ``survivor`` until reviewed."""
         if absorbed == survivor:
             return 0
         with self._transaction() as conn:
@@ -147,6 +148,8 @@ class IdentitiesMixin:
             conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
                          (absorbed, survivor))
             self._journal_change(conn, "merge", absorbed, survivor, ids)
+            if reviewed:
+                self._journal_change(conn, "reviewed", survivor, survivor, [])
         log.info("merged identity %s into %s (%d sightings)", absorbed, survivor, moved)
         return moved
 
@@ -219,7 +222,8 @@ class IdentitiesMixin:
     def identity_doubts(self) -> dict[str, str]:
         """Identity id -> why its sightings may not all be one person: it is seen twice in one
         keyframe (two people in one identity: a cannot-link broken), or a merge or split moved
-        its sightings after the operator last named it or undid a change (not yet reviewed)."""
+        its sightings after the operator last named it, merged it by hand or undid a change (not
+        yet reviewed)."""
         conn = self._conn()
         doubts: dict[str, list[str]] = {}
         for ident, views in conn.execute(
@@ -227,7 +231,7 @@ class IdentitiesMixin:
                 "GROUP BY identity_id, obs HAVING COUNT(*) > 1) GROUP BY identity_id"):
             doubts.setdefault(ident, []).append(f"seen twice in one view {views} time{'s' if views > 1 else ''}")
         reviewed: dict[str, int] = {}
-        for r in conn.execute("SELECT id, source, target FROM identity_changes WHERE kind IN ('named', 'undo')"):
+        for r in conn.execute("SELECT id, source, target FROM identity_changes WHERE kind IN ('reviewed', 'undo')"):
             for ident in (r["source"], r["target"]):
                 reviewed[ident] = max(reviewed.get(ident, 0), r["id"])
         for r in conn.execute("SELECT id, t, kind, source, target FROM identity_changes WHERE kind IN "
@@ -239,7 +243,8 @@ class IdentitiesMixin:
         return {ident: "; ".join(dict.fromkeys(reasons)) for ident, reasons in doubts.items()}
 
     def identity_changes(self, limit: int = 100) -> list[dict]:
-        """The journal of merges, splits, undos and namings, newest first."""
+        """The journal of merges, splits, undos and the operator's reviews (naming, merging by
+        hand), newest first."""
         return [{"change": r["id"], "time": self.iso(r["t"]), "kind": r["kind"], "source": r["source"],
                  "target": r["target"], "sightings": len(json.loads(r["sightings"])), "undone": r["undone"] is not None}
                 for r in self._conn().execute("SELECT * FROM identity_changes ORDER BY id DESC LIMIT ?", (limit,))]
