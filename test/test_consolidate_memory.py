@@ -13,7 +13,7 @@ import pytest
 from embodied_memory.consolidate_memory import consolidate_memory
 from embodied_memory.params import StoreParams
 from embodied_memory.people.identity import IdentityManager, IdentityParams
-from embodied_memory.store import open_store
+from embodied_memory.store import StoreError, open_store
 from embodied_memory.types import Observation, PersonSighting, Pose
 
 from store_fixtures import T0
@@ -111,7 +111,7 @@ def test_a_split_survives_kill_9_and_a_restart(tmp_path):
         sys.path.insert(0, {str(os.path.dirname(__file__))!r})
         from test_consolidate_memory import params
         from embodied_memory.consolidate_memory import consolidate_memory
-        from embodied_memory.store import open_store
+        from embodied_memory.store import StoreError, open_store
         from pathlib import Path
         store = open_store(params(Path({str(data)!r})))
         consolidate_memory(store, Path({str(data)!r}) / "identities")
@@ -165,21 +165,53 @@ def test_live_consolidation_beside_a_running_memory_returns_moves_and_keeps_iden
     """Perception's pass: the memory's database read-only, the live identity state rebuilt at once
     (an identity the memory does not hold yet keeps its exemplars), the moves for the memory to
     apply, kept durably until then; applying them twice changes nothing the second time."""
-    from embodied_memory.consolidate_memory import change_records, consolidate_live
+    from embodied_memory.consolidate_memory import ChangesPending, consolidate_live
     data = tmp_path / "mem"
     store = memory(data)
     live = IdentityManager(IdentityParams(), data / "identities")      # perception holds it
     newcomer = live.assign(face(2) * -1.0).identity_id                  # person_0003: not in the memory yet
-    report, moves = consolidate_live(data / "memory.sqlite3", live)
-    assert report.applied and moves == [("split", "person_0001", "person_0004", [8, 9, 10, 11])]
+    report, changes = consolidate_live(data / "memory.sqlite3", live)
+    assert report.applied and [(c["kind"], c["source"], c["target"], c["sightings"]) for c in changes] == \
+        [("split", "person_0001", "person_0004", [8, 9, 10, 11])]
     assert live.assign(face(1)).identity_id == "person_0004" and live.assign(face(0)).identity_id == "person_0001"
     assert live.assign(face(2) * -1.0).identity_id == newcomer          # kept through the rebuild
     assert {p["person"] for p in store.people()} == {"person_0001", "person_0002"}   # the memory applies, not this
-    live.record_changes(change_records(moves))
-    live.close()
+    with pytest.raises(ChangesPending):                                 # not before the memory acknowledged
+        consolidate_live(data / "memory.sqlite3", live)
+    _kill(live)                                                         # the moves were saved with the rebuild
     again = IdentityManager(IdentityParams(), data / "identities")
     assert [c["change_id"] for c in again.change_log] == ["split:person_0001>person_0004:8+4"]
-    again.close()
+    # perception's sighting under the new id reached the memory before the split: still applied, once
+    store.insert([Observation("o10", T0 + 2000, "day1", Pose(0, 0, 0, 0), people=[PersonSighting(
+        (0, 0, 40, 120), "person_0004", 0.9, 0.8, face_box=(0, 0, 30, 30), face_embedding=face(1))])])
+    moves = [(c["kind"], c["source"], c["target"], c["sightings"]) for c in again.change_log]
     assert len(store.relabel_sightings(moves)) == 1 and store.relabel_sightings(moves) == []
-    assert len(store.call_tool("export_identity", {"person": "person_0004"})["sightings"]) == 4
+    assert len(store.call_tool("export_identity", {"person": "person_0004"})["sightings"]) == 5
+    again.acknowledged(change_id=again.change_log[0]["change_id"])
+    assert again.change_log == [] and consolidate_live(data / "memory.sqlite3", again)[1] == []
+    again.close()
+    store.close()
+
+
+def _kill(manager):
+    """What kill -9 leaves: no save(), the journal as written so far, the lock released."""
+    manager._journal.flush()
+    manager._lock_file.close()
+
+
+def test_an_undo_at_rest_moves_the_sightings_back_and_perception_follows_it(tmp_path):
+    from embodied_memory.consolidate_memory import undo_at_rest
+    data = tmp_path / "mem"
+    store = memory(data)
+    consolidate_memory(store, data / "identities")
+    split = store.identity_changes()[0]["change"]
+    assert undo_at_rest(store, data / "identities", split) == 4
+    assert {p["person"] for p in store.people()} == {"person_0001", "person_0002"}
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    assert manager.assign(face(1)).identity_id == "person_0001"        # Ben is Ann's again, as the operator said
+    assert manager.change_log == []
+    manager.close()
+    with pytest.raises(StoreError, match="undo"):                        # only merges and splits
+        store.undo_identity_change(store.identity_changes()[0]["change"])
+    assert undo_at_rest(store, data / "identities", split) == 0          # once
     store.close()

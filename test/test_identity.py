@@ -131,6 +131,19 @@ def test_faceless_sightings_use_reid_under_a_threshold():
     assert manager.assign(None, reid_embedding=body).identity_id == ""
 
 
+def test_a_body_too_small_to_tell_apart_is_not_reidentified():
+    """A person 6 m away (a 100 px box, an 11 px face found by the upscaled pass) took the identity
+    of someone seen hours before by generic body features: re-ID needs a box reid_min_px tall."""
+    from embodied_memory.people.identity import Evidence
+    manager = IdentityManager(IdentityParams(reid_threshold=0.2))
+    body = unit([1, 1, 0, 0])
+    [carol] = manager.assign_frame(0.0, [Evidence(unit([1, 0, 0]), body, 30.0, box=(300, 200, 380, 460))])
+    [far] = manager.assign_frame(3600.0, [Evidence(unit([0, 1, 0]), body, 11.0, box=(258, 231, 292, 330))])
+    assert far.identity_id == "" and far.via == "none"
+    [near] = manager.assign_frame(3700.0, [Evidence(None, body, 0.0, box=(250, 200, 330, 440))])
+    assert near.identity_id == carol.identity_id and near.via == "reid"
+
+
 def _kill(manager):
     """What kill -9 leaves: no save(), the journal as written so far, the lock released."""
     manager._journal.flush()

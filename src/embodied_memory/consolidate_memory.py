@@ -102,12 +102,21 @@ def consolidate_memory(store, identity_dir: Path, params: ConsolidationParams = 
             manager.close()
 
 
+class ChangesPending(RuntimeError):
+    """The memory has not acknowledged the last pass's moves: another pass would plan on a
+    memory that does not show them yet."""
+
+
 def consolidate_live(db_path: Path, manager: IdentityManager, params: ConsolidationParams = ConsolidationParams(),
-                     dry_run: bool = False) -> tuple[ConsolidationReport, list[Move]]:
+                     dry_run: bool = False) -> tuple[ConsolidationReport, list[dict]]:
     """Consolidation beside a running memory (perception's, with its own identity state): the
     stored sightings are read from the memory's database read-only, split ids come from
     ``manager``, which is rebuilt at once (identities the database does not hold yet keep their
-    exemplars); the returned moves are for the memory to apply (``IdentitySplit`` messages)."""
+    exemplars) with the moves for the memory in its change log, in one snapshot; the moves are
+    returned as change records (``change_records``: ``IdentitySplit`` messages to send)."""
+    if manager.change_log and not dry_run:
+        raise ChangesPending(f"{len(manager.change_log)} identity change(s) of an earlier pass not yet acknowledged "
+                             "by the memory (is the memory node running?)")
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30.0)
     try:
         sightings, names = read_sighting_evidence(conn), read_display_names(conn)
@@ -117,12 +126,32 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Consolidat
                          None if dry_run else manager.issue_id)
     if dry_run or plan.empty:
         return report, []
-    moves = moves_of(plan, {s.sighting_id: s.identity_id for s in sightings})
+    changes = change_records(moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}))
     stored = {s.identity_id for s in sightings}
     manager.rebuild(_faces_after(sightings, plan, manager.params.min_face_px), plan.merges,
-                    keep=lambda ident: ident not in stored)
+                    keep=lambda ident: ident not in stored, changes=changes)
     report.applied = True
-    return report, moves
+    return report, changes
+
+
+def undo_at_rest(store, identity_dir: Path, change: int, identity_params: IdentityParams = IdentityParams(),
+                 lock_wait_s: float = 2.0) -> int:
+    """An operator undoes a merge or split on a memory at rest: the store moves the sightings
+    back and perception's identity state is rebuilt from the store (and never sends the change
+    again), so later sightings follow the undo.  Needs perception stopped."""
+    manager = IdentityManager(identity_params, identity_dir, lock_wait_s=lock_wait_s)
+    try:
+        row = next((c for c in store.identity_changes(limit=1_000_000) if c["change"] == change), None)
+        moved = store.undo_identity_change(change)
+        if moved and row is not None:
+            manager.drop_logged(row["source"], row["target"])
+            sightings = store.sighting_evidence()
+            manager.rebuild([(s.identity_id, s.obs, s.face_embedding) for s in sightings
+                             if s.face_embedding is not None and s.identity_id
+                             and face_px(s.face_box) >= identity_params.min_face_px])
+        return moved
+    finally:
+        manager.close()
 
 
 def change_records(moves: list[Move]) -> list[dict]:

@@ -262,12 +262,15 @@ def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
         return page(request, "people.html", people=people, message=message, unidentified=reader.unidentified_sightings())
 
     @app.get("/identity-changes", response_class=HTMLResponse)
-    def identity_changes(request: Request, message: str = ""):
-        """The journal of merges, splits, undos and namings, and consolidation's proposals."""
-        try:
-            proposal, unavailable = backend.consolidate(dry_run=True), ""
-        except BackendError as exc:
-            proposal, unavailable = None, str(exc)
+    def identity_changes(request: Request, message: str = "", propose: int = 0):
+        """The journal of merges, splits, undos and reviews; consolidation's proposals on request
+        (a dry run reads every stored sighting)."""
+        proposal, unavailable = None, ""
+        if propose:
+            try:
+                proposal = backend.consolidate(dry_run=True)
+            except BackendError as exc:
+                unavailable = str(exc)
         return page(request, "identity_changes.html", changes=reader.identity_changes(), proposal=proposal,
                     unavailable=unavailable, message=message)
 

@@ -87,9 +87,15 @@ class StoreBackend:
         return self.store().forget_identity(person, dry_run=dry_run)
 
     def undo_identity_change(self, change: int) -> str:
+        from pathlib import Path
+
+        from ..consolidate_memory import undo_at_rest
+        from ..people.identity import IdentityStateBusy
         from ..store.errors import StoreError
         try:
-            moved = self.store().undo_identity_change(change)
+            moved = undo_at_rest(self.store(), Path(self.store_params.data_dir).expanduser() / "identities", change)
+        except IdentityStateBusy as exc:
+            raise BackendError(f"{exc}: perception is running on this memory; stop it to undo", 409) from exc
         except StoreError as exc:
             raise BackendError(str(exc), 400) from exc
         return f"{moved} sightings moved back" if moved else "already undone"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable
+from typing import Callable, Optional
 
 from embodied_memory_interfaces.msg import Ack
 from rclpy.event_handler import PublisherEventCallbacks, UnsupportedEventTypeError
@@ -73,8 +73,11 @@ class AcknowledgedPublisher:
     def __init__(self, node: Node, msg_type, topic: str, qos: QoSProfile, *, acks_topic: str,
                  health: NodeHealth, id_of: Callable[[object], str], what: str,
                  max_unacked: int = 500, resend_after_s: float = 60.0, resend_batch: int = 20,
-                 period_s: float = 0.25):
+                 period_s: float = 0.25, on_done: Optional[Callable[[str, int], None]] = None):
+        """``on_done(id, status)``: a record was acknowledged for good (stored, duplicate,
+        rejected, dropped) and is no longer kept."""
         self._node, self._health, self._id_of, self.what = node, health, id_of, what
+        self._on_done = on_done
         self.max_unacked, self.resend_after_s, self.resend_batch = max_unacked, resend_after_s, resend_batch
         self._lock = threading.Lock()
         self._unacked: OrderedDict[str, _Pending] = OrderedDict()
@@ -131,6 +134,8 @@ class AcknowledgedPublisher:
                 return
             found = self._unacked.pop(ack.id, None) is not None
         if found:
+            if self._on_done is not None:
+                self._on_done(ack.id, ack.status)
             self._health.count(f"{self.what}s_{ACK_STATUS.get(ack.status, 'acknowledged')}")
             if ack.status in (Ack.REJECTED, Ack.DROPPED):
                 self._health.drop(f"{self.what}_{ACK_STATUS[ack.status]}_by_{ack.sender or 'receiver'}",

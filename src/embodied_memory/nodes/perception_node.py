@@ -38,7 +38,7 @@ from embodied_memory_interfaces.srv import Consolidate
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ..consolidate_memory import change_records, consolidate_live
+from ..consolidate_memory import consolidate_live
 
 from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg, pixel_intrinsics
 from ..params import CONSOLIDATE_SERVICE, PerceptionNodeParams
@@ -96,11 +96,12 @@ class PerceptionNode(ManagedNode):
                 resend_after_s=p.resend_after_s)
             self._merges = AcknowledgedPublisher(
                 self, IdentityMerge, p.merges_topic, reliable, acks_topic=p.acks_topic, health=h, id_of=merge_id,
-                what="identity_merge", max_unacked=10_000, resend_after_s=p.resend_after_s)
+                what="identity_merge", max_unacked=10_000, resend_after_s=p.resend_after_s,
+                on_done=lambda key, _status: self._acknowledged(merge=tuple(key[len("merge:"):].split(">", 1))))
             self._changes = AcknowledgedPublisher(
                 self, IdentitySplit, p.identity_changes_topic, reliable, acks_topic=p.acks_topic, health=h,
                 id_of=lambda m: m.change_id, what="identity_change", max_unacked=10_000,
-                resend_after_s=p.resend_after_s)
+                resend_after_s=p.resend_after_s, on_done=lambda key, _status: self._acknowledged(change_id=key))
             self._acks = AckPublisher(self, p.acks_topic)
         self.forgotten = set()   # the memory's transient-local history applies every forget to these identities
         self._forgotten_sub = self.create_subscription(
@@ -282,22 +283,33 @@ class PerceptionNode(ManagedNode):
             kind=change["kind"], source_id=change["source"], target_id=change["target"],
             sighting_ids=change["sightings"]))
 
-    def _consolidate(self, dry_run: bool):
-        """One consolidation pass (the service's and the timer's); returns its report."""
+    def _acknowledged(self, merge=None, change_id: str = "") -> None:
         perception = self.perception
-        if perception is None:
-            raise RuntimeError("perception is not configured")
+        if perception is not None:
+            perception.identities.acknowledged(merge=merge, change_id=change_id)
+
+    def _consolidate(self, dry_run: bool):
+        """One consolidation pass (the service's and the timer's, one at a time: one callback
+        group); returns its report."""
+        with self._gate.entered() as active:      # a deactivation waits for the pass in hand
+            if not active or self.perception is None:
+                raise RuntimeError("perception is not active")
+            report = self._consolidate_active(dry_run)
+        self.get_logger().info(f"consolidation: {report.summary()}")
+        return report
+
+    def _consolidate_active(self, dry_run: bool):
+        perception = self.perception
         db = perception.data_dir / "memory.sqlite3"
         if not db.exists():
             raise FileNotFoundError(f"no memory at {db}: consolidation reads the memory node's database (give "
                                     "both nodes one data_dir)")
-        report, moves = consolidate_live(db, perception.identities, dry_run=dry_run)
-        changes = change_records(moves)
-        if changes:
-            perception.identities.record_changes(changes)
-            for change in changes:
-                self._publish_change(change)
-        self.get_logger().info(f"consolidation: {report.summary()}")
+        report, changes = consolidate_live(db, perception.identities, dry_run=dry_run)
+        if report.applied:     # the database may have been read before a forget: forgotten stays forgotten
+            for identity in sorted(self.forgotten):
+                perception.identities.forget(identity, suppress=self.params.forgotten_person == "drop")
+        for change in changes:
+            self._publish_change(change)
         return report
 
     def _on_consolidate(self, request, response):

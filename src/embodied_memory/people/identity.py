@@ -19,9 +19,9 @@ multi-object-tracking literature rather than single-link growth:
    that was never seen beside it; the oldest id survives, the others are reported (``merged``)
    so the memory relabels them.  Merges a face bridged under single-link DBSCAN (HUMEMBR's
    first stage) do not happen.
-5. **Body re-ID** only within ``reid_window_s`` (people change clothes between days): a
-   faceless sighting outside any track matches the nearest identity's recent re-ID
-   embeddings under ``reid_threshold``.
+5. **Body re-ID** only within ``reid_window_s`` (people change clothes between days) and for
+   body boxes at least ``reid_min_px`` tall: a sighting without a usable face outside any track
+   matches the nearest identity's recent re-ID embeddings under ``reid_threshold``.
 Consolidation (``people.consolidation``) later re-clusters the stored sightings and applies
 merges and splits that need the whole history.
 
@@ -47,7 +47,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -78,6 +78,8 @@ class IdentityParams:
     eps_low_quality: float = 0.40     # ... and joins an identity only this close
     track_eps: float = 0.65           # a track's face within this of the track's identity keeps it
     reid_window_s: float = 12 * 3600.0  # body re-ID is evidence within this long only (clothes change daily)
+    reid_min_px: float = 120.0        # ... and only for a body box this tall (pixels): the generic features of a
+                                      # person 6 m away (a 100 px box) match anyone
     max_exemplars: int = 300          # face points kept per identity (the oldest go first)
 
     def validate(self) -> None:
@@ -86,8 +88,9 @@ class IdentityParams:
             raise ValueError("identity eps, merge_eps, eps_low_quality, track_eps: cosine distances in (0, 2)")
         if self.min_samples < 1 or self.k < 1 or self.max_exemplars < self.k or self.min_face_px < 0:
             raise ValueError("identity min_samples, k >= 1; max_exemplars >= k; min_face_px >= 0")
-        if not self.reid_window_s > 0 or not 0 <= self.reid_threshold < 2:
-            raise ValueError("identity reid_window_s > 0, reid_threshold a cosine distance in [0, 2)")
+        if not self.reid_window_s > 0 or not 0 <= self.reid_threshold < 2 or self.reid_min_px < 0:
+            raise ValueError("identity reid_window_s > 0, reid_threshold a cosine distance in [0, 2), "
+                             "reid_min_px >= 0")
 
 
 @dataclass
@@ -371,6 +374,8 @@ class IdentityManager:
     def _assign_frame(self, t: Optional[float], sightings: list[Evidence]) -> list[Assignment]:
         from scipy.optimize import linear_sum_assignment
         p = self.params
+        sightings = [replace(e, reid=None) if e.reid is not None and 0 < e.box[3] - e.box[1] < p.reid_min_px else e
+                     for e in sightings]     # too small a body to tell people apart by (journalled as given)
         for e in sightings:
             if e.face is not None and self._faces.size and e.face.shape[0] != self._faces.shape[1]:
                 raise ValueError(f"face embedding has {e.face.shape[0]} values, earlier ones {self._faces.shape[1]}")
@@ -556,11 +561,20 @@ class IdentityManager:
                 self._save_locked()
             return ident
 
-    def record_changes(self, changes: list[dict]) -> None:
-        """Consolidation's moves for the memory (kept, durably, to be sent again after a start;
-        the memory applies a move once); the newest ``MAX_CHANGE_LOG`` are kept."""
+    def acknowledged(self, merge: Optional[tuple[str, str]] = None, change_id: str = "") -> None:
+        """The memory acknowledged a merge or a consolidation move: it is not sent again after a
+        start (dropped from the logs; on disk with the next snapshot)."""
         with self._lock:
-            self.change_log = (self.change_log + list(changes))[-MAX_CHANGE_LOG:]
+            if merge is not None:
+                self.merge_log = [m for m in self.merge_log if tuple(m) != tuple(merge)]
+            if change_id:
+                self.change_log = [c for c in self.change_log if c["change_id"] != change_id]
+
+    def drop_logged(self, source: str, target: str) -> None:
+        """An operator undid a change between ``source`` and ``target``: never send it again."""
+        with self._lock:
+            self.merge_log = [m for m in self.merge_log if tuple(m) != (source, target)]
+            self.change_log = [c for c in self.change_log if (c["source"], c["target"]) != (source, target)]
             if self.path is not None:
                 self._save_locked()
 
@@ -570,11 +584,12 @@ class IdentityManager:
         return self._next - 1
 
     def rebuild(self, faces: list[tuple[str, int, np.ndarray]], merges: list[tuple[str, str]] = (),
-                keep=None) -> None:
+                keep=None, changes: list[dict] = ()) -> None:
         """Replace the exemplars with ``faces`` ((identity, observation, clear face embedding),
         oldest first: the memory after consolidation) and the cannot-links with the pairs seen in
         one observation; re-ID banks and tracks start again, suppressed faces and the id counter
-        stay, ``merges`` join the merge log.  ``keep(identity)`` true: that identity's current
+        stay, ``merges`` join the merge log and ``changes`` (the moves the memory is to apply)
+        the change log, in the same snapshot.  ``keep(identity)`` true: that identity's current
         exemplars stay too (one the memory did not hold yet).  Durable at once."""
         with self._lock:
             mine: dict[str, list[np.ndarray]] = {}
@@ -595,6 +610,7 @@ class IdentityManager:
             self._cannot = {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b}
             self._reid, self._tracks.tracks = {}, []
             self.merge_log.extend(merges)
+            self.change_log = (self.change_log + list(changes))[-MAX_CHANGE_LOG:]
             if self.path is not None:
                 self._save_locked()
 

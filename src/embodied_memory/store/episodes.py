@@ -112,7 +112,7 @@ class EpisodesMixin:
                 "SELECT i.identity_id, i.display_name, (SELECT MAX(t) FROM sightings s WHERE s.identity_id = "
                 "i.identity_id AND s.t <= ?) AS last FROM identities i WHERE last IS NOT NULL ORDER BY i.identity_id",
                 (before,))
-        doubts = self.identity_doubts()
+        doubts = self.identity_doubts(before)
         return [{"person": r["identity_id"], **({"name": r["display_name"]} if r["display_name"] else {}),
                  **({"last_seen": self.iso(r["last"])} if r["last"] else {}),
                  **({"doubt": doubts[r["identity_id"]]} if r["identity_id"] in doubts else {})} for r in rows]

@@ -140,8 +140,8 @@ class IdentitiesMixin:
             moved = conn.execute("UPDATE sightings SET identity_id=? WHERE identity_id=?", (survivor, absorbed)).rowcount
             for rid, persons in conn.execute("SELECT id, persons FROM observations WHERE id IN "
                                              "(SELECT obs FROM sightings WHERE identity_id=?)", (survivor,)).fetchall():
-                ids = list(dict.fromkeys(survivor if p == absorbed else p for p in (persons or "").split(",") if p))
-                conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(ids), rid))
+                people = list(dict.fromkeys(survivor if p == absorbed else p for p in (persons or "").split(",") if p))
+                conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(people), rid))
             conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (absorbed, survivor))
             conn.execute("DELETE FROM identities WHERE identity_id=?", (absorbed,))
             conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))
@@ -158,77 +158,85 @@ class IdentitiesMixin:
         moves those sightings of ``source`` to ``target`` (kind: merge | split | undo), relabels
         each touched observation's people and detector description, drops the touched
         identities' summaries (rebuilt on demand) and journals the move (``identity_changes``).
-        A target is created when new (a split: never an id in use, forgotten or aliased); a
-        source left without sightings becomes an alias of its target.  Returns the journal ids."""
-        journal = []
+        A target is created when new (a split's is a fresh id from perception's counter, which
+        may already hold sightings perception sent since; never a forgotten or merged-away id); a
+        source left without sightings becomes an alias of its target.  Moving only what is still
+        with its source, a change applied twice changes nothing.  Returns the journal ids."""
         with self._transaction() as conn:
-            forgotten = {r[0] for r in conn.execute("SELECT identity_id FROM forgotten_identities")}
-            for kind, source, target, ids in moves:
-                if source == target or not ids:
-                    continue
-                if target in forgotten or source in forgotten:
-                    raise StoreError(f"{kind} {source} -> {target}: a forgotten identity takes no part")
-                moved = []
-                for chunk in range(0, len(ids), 500):
-                    part = list(ids[chunk:chunk + 500])
-                    marks = ",".join("?" * len(part))
-                    moved += [r[0] for r in conn.execute(
-                        f"SELECT id FROM sightings WHERE identity_id=? AND id IN ({marks})", (source, *part))]
-                if not moved:       # done before (a change sent again) or nothing of it left
-                    continue
-                if kind == "split" and conn.execute(
-                        "SELECT 1 FROM identities WHERE identity_id=? UNION SELECT 1 FROM identity_aliases "
-                        "WHERE alias_id=?", (target, target)).fetchone():
-                    raise StoreError(f"split {source} -> {target}: {target} is in use (ids are never reused)")
-                conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
-                             (target, "", time.time()))
-                obs = set()
-                for chunk in range(0, len(moved), 500):
-                    part = moved[chunk:chunk + 500]
-                    marks = ",".join("?" * len(part))
-                    obs |= {r[0] for r in conn.execute(f"SELECT DISTINCT obs FROM sightings WHERE id IN ({marks})", part)}
-                    conn.execute(f"UPDATE sightings SET identity_id=? WHERE id IN ({marks})", (target, *part))
-                pattern = _name_pattern([source])
-                for rid in sorted(obs):
-                    people = [r[0] for r in conn.execute("SELECT identity_id FROM sightings WHERE obs=? ORDER BY id",
-                                                         (rid,)) if r[0]]
-                    row = conn.execute("SELECT description FROM observations WHERE id=?", (rid,)).fetchone()
-                    text = row[0] or ""
-                    if source not in people and pattern is not None:   # the observation no longer shows source
-                        text = pattern.sub(target, text)
-                    conn.execute("UPDATE observations SET persons=?, description=? WHERE id=?",
-                                 (",".join(dict.fromkeys(people)), text, rid))
-                conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (source, target))
-                if not conn.execute("SELECT 1 FROM sightings WHERE identity_id=? LIMIT 1", (source,)).fetchone():
-                    name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (source,)).fetchone()
-                    if name and name[0]:
-                        conn.execute("UPDATE identities SET display_name=? WHERE identity_id=? AND display_name=''",
-                                     (name[0], target))
-                    conn.execute("DELETE FROM identities WHERE identity_id=?", (source,))
-                    conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (target, source))
-                    conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
-                                 (source, target))
-                elif kind != "undo":
-                    conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (target,))
-                journal.append(self._journal_change(conn, kind, source, target, moved))
-                log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
-        return journal
+            return self._relabel(conn, moves)[0]
+
+    def _relabel(self, conn, moves: Sequence[tuple[str, str, str, Sequence[int]]]) -> tuple[list[int], int]:
+        """``relabel_sightings`` inside the caller's transaction: (journal ids, sightings moved)."""
+        journal, total = [], 0
+        forgotten = {r[0] for r in conn.execute("SELECT identity_id FROM forgotten_identities")}
+        for kind, source, target, ids in moves:
+            if source == target or not ids:
+                continue
+            if target in forgotten or source in forgotten:
+                raise StoreError(f"{kind} {source} -> {target}: a forgotten identity takes no part")
+            moved = []
+            for chunk in range(0, len(ids), 500):
+                part = list(ids[chunk:chunk + 500])
+                marks = ",".join("?" * len(part))
+                moved += [r[0] for r in conn.execute(
+                    f"SELECT id FROM sightings WHERE identity_id=? AND id IN ({marks})", (source, *part))]
+            if not moved:       # done before (a change sent again) or nothing of it left
+                continue
+            if kind == "split" and conn.execute("SELECT 1 FROM identity_aliases WHERE alias_id=?",
+                                                (target,)).fetchone():
+                raise StoreError(f"split {source} -> {target}: {target} was merged away (ids are never reused)")
+            total += len(moved)
+            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
+                         (target, "", time.time()))
+            obs = set()
+            for chunk in range(0, len(moved), 500):
+                part = moved[chunk:chunk + 500]
+                marks = ",".join("?" * len(part))
+                obs |= {r[0] for r in conn.execute(f"SELECT DISTINCT obs FROM sightings WHERE id IN ({marks})", part)}
+                conn.execute(f"UPDATE sightings SET identity_id=? WHERE id IN ({marks})", (target, *part))
+            pattern = _name_pattern([source])
+            for rid in sorted(obs):
+                people = [r[0] for r in conn.execute("SELECT identity_id FROM sightings WHERE obs=? ORDER BY id",
+                                                     (rid,)) if r[0]]
+                row = conn.execute("SELECT description FROM observations WHERE id=?", (rid,)).fetchone()
+                text = row[0] or ""
+                if source not in people and pattern is not None:   # the observation no longer shows source
+                    text = pattern.sub(target, text)
+                conn.execute("UPDATE observations SET persons=?, description=? WHERE id=?",
+                             (",".join(dict.fromkeys(people)), text, rid))
+            conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (source, target))
+            if not conn.execute("SELECT 1 FROM sightings WHERE identity_id=? LIMIT 1", (source,)).fetchone():
+                name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (source,)).fetchone()
+                if name and name[0]:
+                    conn.execute("UPDATE identities SET display_name=? WHERE identity_id=? AND display_name=''",
+                                 (name[0], target))
+                conn.execute("DELETE FROM identities WHERE identity_id=?", (source,))
+                conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (target, source))
+                conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
+                             (source, target))
+            elif kind != "undo":
+                conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (target,))
+            journal.append(self._journal_change(conn, kind, source, target, moved))
+            log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
+        return journal, total
 
     @staticmethod
     def _journal_change(conn, kind: str, source: str, target: str, sightings: Sequence[int]) -> int:
         return conn.execute("INSERT INTO identity_changes(t, kind, source, target, sightings) VALUES (?, ?, ?, ?, ?)",
                             (time.time(), kind, source, target, json.dumps(list(sightings)))).lastrowid
 
-    def identity_doubts(self) -> dict[str, str]:
+    def identity_doubts(self, before: Optional[float] = None) -> dict[str, str]:
         """Identity id -> why its sightings may not all be one person: it is seen twice in one
         keyframe (two people in one identity: a cannot-link broken), or a merge or split moved
         its sightings after the operator last named it, merged it by hand or undid a change (not
-        yet reviewed)."""
+        yet reviewed).  ``before`` limits the sightings read (data time); the journal is read
+        whole (its times are the store's wall clock, not comparable with a replay's data time)."""
         conn = self._conn()
+        until = math.inf if before is None else before
         doubts: dict[str, list[str]] = {}
         for ident, views in conn.execute(
                 "SELECT identity_id, COUNT(*) FROM (SELECT identity_id, obs FROM sightings WHERE identity_id != '' "
-                "GROUP BY identity_id, obs HAVING COUNT(*) > 1) GROUP BY identity_id"):
+                "AND t <= ? GROUP BY identity_id, obs HAVING COUNT(*) > 1) GROUP BY identity_id", (until,)):
             doubts.setdefault(ident, []).append(f"seen twice in one view {views} time{'s' if views > 1 else ''}")
         reviewed: dict[str, int] = {}
         for r in conn.execute("SELECT id, source, target FROM identity_changes WHERE kind IN ('reviewed', 'undo')"):
@@ -251,21 +259,23 @@ class IdentitiesMixin:
 
     def undo_identity_change(self, change: int) -> int:
         """Move a journalled change's sightings back (an operator disagrees); returns how many."""
-        row = self._conn().execute("SELECT * FROM identity_changes WHERE id=?", (change,)).fetchone()
-        if row is None:
-            raise StoreError(f"no identity change {change}")
-        if row["kind"] not in ("merge", "split"):
-            raise StoreError(f"identity change {change} is a {row['kind']}: only merges and splits are undone")
-        if row["undone"] is not None:
-            return 0
-        ids = json.loads(row["sightings"])
-        with self._transaction() as conn:
+        with self._transaction() as conn:      # all of it or nothing
+            row = conn.execute("SELECT * FROM identity_changes WHERE id=?", (change,)).fetchone()
+            if row is None:
+                raise StoreError(f"no identity change {change}")
+            if row["kind"] not in ("merge", "split"):
+                raise StoreError(f"identity change {change} is a {row['kind']}: only merges and splits are undone")
+            if row["undone"] is not None:
+                return 0
             conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (row["source"],))
             conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, '', ?)",
                          (row["source"], time.time()))
             conn.execute("UPDATE identity_changes SET undone=? WHERE id=?", (time.time(), change))
-        self.relabel_sightings([("undo", row["target"], row["source"], ids)])
-        return len(ids)
+            _, moved = self._relabel(conn, [("undo", row["target"], row["source"], json.loads(row["sightings"]))])
+            if not moved:
+                raise StoreError(f"identity change {change}: none of its sightings is still with {row['target']} "
+                                 "(moved on or forgotten since): nothing to undo")
+        return moved
 
     def forgotten_identities(self, limit: int = 1000) -> list[str]:
         """The most recently forgotten identity ids (tombstones), for perception to forget too."""
