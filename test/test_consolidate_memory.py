@@ -215,3 +215,44 @@ def test_an_undo_at_rest_moves_the_sightings_back_and_perception_follows_it(tmp_
         store.undo_identity_change(store.identity_changes()[0]["change"])
     assert undo_at_rest(store, data / "identities", split) == 0          # once
     store.close()
+
+
+def test_sightings_without_an_identity_are_assigned_and_the_assignment_undone(tmp_path):
+    """A clear face perception left unassigned (stored with no identity: NULL) that clusters with
+    Ann's is given her id by an 'assign' move, journalled; undoing it leaves it with none again."""
+    data = tmp_path / "mem"
+    store = memory(data)
+    store.insert([Observation("o20", T0 + 5000, "day1", Pose(0, 0, 0, 0), waypoint_id="lab", people=[PersonSighting(
+        (0, 0, 40, 120), "", 0.9, 0.8, face_box=(0, 0, 30, 30), face_embedding=face(0), position=(0.0, 0.0, 0.0))])])
+    (nobody,), = store._conn().execute("SELECT id FROM sightings WHERE identity_id IS NULL").fetchall()
+    report = consolidate_memory(store, data / "identities")
+    assert report.applied and store._conn().execute("SELECT identity_id FROM sightings WHERE id=?",
+                                                    (nobody,)).fetchone()[0] == "person_0001"
+    assign = next(c for c in store.identity_changes() if c["kind"] == "assign")
+    assert (assign["source"], assign["target"], assign["sightings"]) == ("", "person_0001", 1)
+    assert store.undo_identity_change(assign["change"]) == 1
+    assert store._conn().execute("SELECT identity_id FROM sightings WHERE id=?", (nobody,)).fetchone()[0] is None
+    assert "" not in {p["person"] for p in store.people()}
+    store.close()
+
+
+def test_the_command_proposes_applies_lists_and_undoes(tmp_path):
+    from conftest import VENV_BIN
+
+    def cli(*args):
+        done = subprocess.run([str(VENV_BIN / "embodied-memory"), "consolidate", "--data-dir", str(data), *args],
+                              capture_output=True, text=True, timeout=120)
+        return done.returncode, done.stdout + done.stderr
+    data = tmp_path / "mem"
+    memory(data).close()
+    code, out = cli("--dry-run")
+    assert code == 0 and "1 splits" in out and "dry run: nothing changed" in out
+    code, out = cli()
+    assert code == 0 and "split 4 sightings of person_0001 -> person_0003" in out
+    code, out = cli("--journal")
+    split = next(line for line in out.splitlines() if " split " in line)
+    assert code == 0 and "4 sightings person_0001 -> person_0003" in split
+    code, out = cli("--undo", split.split()[0])
+    assert code == 0 and "4 sightings moved back" in out
+    code, out = cli("--undo", "999")
+    assert code == 2 and "no identity change 999" in out

@@ -362,21 +362,37 @@ def cmd_forget(args) -> int:
 
 
 def cmd_consolidate(args) -> int:
-    from .consolidate_memory import consolidate_memory
+    from .consolidate_memory import consolidate_memory, undo_at_rest
     from .params import StoreParams
     from .people.consolidation import ConsolidationParams
     from .people.identity import IdentityStateBusy
-    from .store import open_store
+    from .store import StoreError, open_store
     data_dir = Path(args.data_dir).expanduser()
     if not (data_dir / "memory.sqlite3").exists():
         print(f"no memory in {data_dir} (the memory node's data_dir)", file=sys.stderr)
         return 2
-    store = open_store(StoreParams(data_dir=str(data_dir)))
+    from .store.memory_store import stored_dimensions
+    store = open_store(StoreParams(data_dir=str(data_dir), **stored_dimensions(data_dir)))
     try:
+        if args.journal:
+            for c in reversed(store.identity_changes(limit=args.journal)):
+                moved = f"{c['sightings']} sightings " if c["kind"] not in ("reviewed",) else ""
+                print(f"{c['change']:>5}  {c['time']}  {c['kind']:<8} {moved}{c['source'] or '(no identity)'} -> "
+                      f"{c['target'] or '(no identity)'}{'  (undone)' if c['undone'] else ''}")
+            return 0
+        if args.undo:
+            moved = undo_at_rest(store, data_dir / "identities", args.undo)
+            print(f"change {args.undo} undone: {moved} sightings moved back" if moved else
+                  f"change {args.undo} was undone before")
+            return 0
         report = consolidate_memory(store, data_dir / "identities", ConsolidationParams(eps=args.eps),
                                     dry_run=args.dry_run)
     except IdentityStateBusy as exc:
-        print(f"{exc}: stop perception before consolidating", file=sys.stderr)
+        print(f"{exc}: stop perception first (on a running stack: the /perception/consolidate service)",
+              file=sys.stderr)
+        return 2
+    except StoreError as exc:
+        print(str(exc), file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -523,11 +539,17 @@ def build_parser() -> argparse.ArgumentParser:
     from .people.consolidation import ConsolidationParams
     from .perception.pipeline import PerceptionParams
     p = add("consolidate", cmd_consolidate, "the memory's sleep: re-cluster every stored face track and apply merges "
-                                            "and splits (journalled, undoable); stop perception first")
+                                            "and splits (journalled: --journal, --undo N); stop perception first (a "
+                                            "running stack: the /perception/consolidate service)")
     p.add_argument("--data-dir", default=PerceptionParams.data_dir, help="the memory and perception nodes' data_dir")
     p.add_argument("--eps", type=float, default=ConsolidationParams.eps,
                    help="average-linkage cut between face tracks (cosine distance)")
     p.add_argument("--dry-run", action="store_true", help="print the merges and splits, change nothing")
+    p.add_argument("--journal", type=int, nargs="?", const=50, default=0, metavar="N",
+                   help="print the newest N identity changes (merges, splits, assignments, undos, reviews; "
+                        "default 50) and exit")
+    p.add_argument("--undo", type=int, default=0, metavar="CHANGE",
+                   help="move a journalled merge, split or assignment back (perception's state follows) and exit")
     p = add("name", cmd_name, "give a pseudonymous identity a display name (operator)")
     p.add_argument("identity")
     p.add_argument("name", help='display name ("" clears it)')

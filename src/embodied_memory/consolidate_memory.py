@@ -37,18 +37,21 @@ class ConsolidationReport:
         moves = [f"merge {a} -> {b}" for a, b in self.merges] + \
                 [f"split {n} sightings of {s} -> {t}" for s, t, n in self.splits]
         return (f"{self.sightings} sightings, {self.tracks} face tracks: {len(self.merges)} merges, "
-                f"{len(self.splits)} splits, {self.relabelled} sightings relabelled"
+                f"{len(self.splits)} splits, {self.relabelled} sightings given another identity (or one, where "
+                "they had none)"
                 f"{'' if self.applied else ' (dry run: nothing changed)'}" + "".join(f"\n  {m}" for m in moves))
 
 
 def moves_of(plan: ConsolidationPlan, current: dict[int, str]) -> list[tuple[str, str, str, list[int]]]:
     """The plan as the store's moves (kind, source, target, sighting ids): splits first (their
-    sightings leave their source), then every other relabelled sighting grouped as a merge."""
+    sightings leave their source), then every other relabelled sighting grouped as a merge, or
+    as an assignment where it had no identity."""
     split_of = {sid: split for split in plan.splits for sid in split.sightings}
     grouped: dict[tuple[str, str, str], list[int]] = {}
     for sid, target in sorted(plan.labels.items()):
         source = current[sid]
-        kind = "split" if sid in split_of and split_of[sid].identity_id == target else "merge"
+        kind = "split" if sid in split_of and split_of[sid].identity_id == target else \
+            "assign" if not source else "merge"
         grouped.setdefault((kind, source, target), []).append(sid)
     return [(k, s, t, ids) for (k, s, t), ids in sorted(grouped.items(), key=lambda kv: kv[0][0] != "split")]
 

@@ -253,9 +253,9 @@ class MemoryNode(ManagedNode):
     def _on_identity_change(self, msg: IdentitySplit) -> None:
         """Consolidation's move of some sightings (perception keeps it until acknowledged; applied
         once, a resend changes nothing)."""
-        if msg.kind not in (IdentitySplit.KIND_SPLIT, IdentitySplit.KIND_MERGE):
+        if msg.kind not in (IdentitySplit.KIND_SPLIT, IdentitySplit.KIND_MERGE, IdentitySplit.KIND_ASSIGN):
             self.health.drop("identity_change_rejected", f"identity change {msg.change_id}: kind {msg.kind!r}")
-            self._acks.send(msg.change_id, Ack.REJECTED, f"unknown kind {msg.kind!r} (split | merge)")
+            self._acks.send(msg.change_id, Ack.REJECTED, f"unknown kind {msg.kind!r} (split | merge | assign)")
             return
         try:
             journalled = self.store.relabel_sightings([(msg.kind, msg.source_id, msg.target_id,

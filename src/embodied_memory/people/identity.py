@@ -302,7 +302,8 @@ class IdentityManager:
         if self._n == 0 and self._face_rows.shape[1:] != face.shape:
             self._face_rows = np.zeros((16, face.shape[0]), np.float32)
         elif self._n == len(self._face_rows):
-            self._face_rows = np.vstack([self._face_rows, np.zeros_like(self._face_rows)])
+            spare = np.zeros((max(16, self._n), face.shape[0]), np.float32)
+            self._face_rows = np.vstack([self._face_rows[:self._n], spare])
         self._face_rows[self._n] = face
         self._n += 1
 

@@ -26,7 +26,8 @@ from .image_files import file_in
 from .records import _blob, _unblob, _unit
 from .tool_registry import query_tool
 
-log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
+log = logging.getLogger(__package__ + ".memory_store")
+UNDOABLE_CHANGES = ("merge", "split", "assign")   # assign: sightings without an identity given one   # the store's one logger (as before the split)
 
 
 def _name_pattern(words: Iterable[str]) -> Optional[re.Pattern]:
@@ -178,22 +179,24 @@ class IdentitiesMixin:
             for chunk in range(0, len(ids), 500):
                 part = list(ids[chunk:chunk + 500])
                 marks = ",".join("?" * len(part))
-                moved += [r[0] for r in conn.execute(
-                    f"SELECT id FROM sightings WHERE identity_id=? AND id IN ({marks})", (source, *part))]
+                moved += [r[0] for r in conn.execute(   # source "": sightings without an identity
+                    f"SELECT id FROM sightings WHERE COALESCE(identity_id, '')=? AND id IN ({marks})",
+                    (source, *part))]
             if not moved:       # done before (a change sent again) or nothing of it left
                 continue
             if kind == "split" and conn.execute("SELECT 1 FROM identity_aliases WHERE alias_id=?",
                                                 (target,)).fetchone():
                 raise StoreError(f"split {source} -> {target}: {target} was merged away (ids are never reused)")
             total += len(moved)
-            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
-                         (target, "", time.time()))
+            if target:          # "": back to no identity (an assignment undone)
+                conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
+                             (target, "", time.time()))
             obs = set()
             for chunk in range(0, len(moved), 500):
                 part = moved[chunk:chunk + 500]
                 marks = ",".join("?" * len(part))
                 obs |= {r[0] for r in conn.execute(f"SELECT DISTINCT obs FROM sightings WHERE id IN ({marks})", part)}
-                conn.execute(f"UPDATE sightings SET identity_id=? WHERE id IN ({marks})", (target, *part))
+                conn.execute(f"UPDATE sightings SET identity_id=? WHERE id IN ({marks})", (target or None, *part))
             pattern = _name_pattern([source])
             for rid in sorted(obs):
                 people = [r[0] for r in conn.execute("SELECT identity_id FROM sightings WHERE obs=? ORDER BY id",
@@ -201,11 +204,12 @@ class IdentitiesMixin:
                 row = conn.execute("SELECT description FROM observations WHERE id=?", (rid,)).fetchone()
                 text = row[0] or ""
                 if source not in people and pattern is not None:   # the observation no longer shows source
-                    text = pattern.sub(target, text)
+                    text = pattern.sub(target or "a person", text)
                 conn.execute("UPDATE observations SET persons=?, description=? WHERE id=?",
                              (",".join(dict.fromkeys(people)), text, rid))
             conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (source, target))
-            if not conn.execute("SELECT 1 FROM sightings WHERE identity_id=? LIMIT 1", (source,)).fetchone():
+            if source and target and not conn.execute("SELECT 1 FROM sightings WHERE identity_id=? LIMIT 1",
+                                                      (source,)).fetchone():
                 name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (source,)).fetchone()
                 if name and name[0]:
                     conn.execute("UPDATE identities SET display_name=? WHERE identity_id=? AND display_name=''",
@@ -214,7 +218,7 @@ class IdentitiesMixin:
                 conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (target, source))
                 conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
                              (source, target))
-            elif kind != "undo":
+            elif kind != "undo" and target:
                 conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (target,))
             journal.append(self._journal_change(conn, kind, source, target, moved))
             log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
@@ -263,13 +267,15 @@ class IdentitiesMixin:
             row = conn.execute("SELECT * FROM identity_changes WHERE id=?", (change,)).fetchone()
             if row is None:
                 raise StoreError(f"no identity change {change}")
-            if row["kind"] not in ("merge", "split"):
-                raise StoreError(f"identity change {change} is a {row['kind']}: only merges and splits are undone")
+            if row["kind"] not in UNDOABLE_CHANGES:
+                raise StoreError(f"identity change {change} is a {row['kind']}: only "
+                                 f"{', '.join(UNDOABLE_CHANGES)} are undone")
             if row["undone"] is not None:
                 return 0
-            conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (row["source"],))
-            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, '', ?)",
-                         (row["source"], time.time()))
+            if row["source"]:      # an assignment's source is "no identity"
+                conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (row["source"],))
+                conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, '', ?)",
+                             (row["source"], time.time()))
             conn.execute("UPDATE identity_changes SET undone=? WHERE id=?", (time.time(), change))
             _, moved = self._relabel(conn, [("undo", row["target"], row["source"], json.loads(row["sightings"]))])
             if not moved:

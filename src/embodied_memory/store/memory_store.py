@@ -165,3 +165,16 @@ MemoryStore._register_tools()
 def open_store(params: StoreParams, **kwargs) -> MemoryStore:
     """Open (or create) the store described by ``params``."""
     return MemoryStore(params, **kwargs)
+
+
+def stored_dimensions(data_dir) -> dict[str, int]:
+    """The vector dimensions a memory directory was written with (StoreParams fields), read
+    read-only: a command that opens someone's memory opens it as it is."""
+    db = Path(data_dir).expanduser() / "memory.sqlite3"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN "
+                                 "('text_dim', 'image_dim', 'face_dim', 'reid_dim')").fetchall())
+    finally:
+        conn.close()
+    return {key: int(value) for key, value in rows.items()}
