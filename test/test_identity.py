@@ -142,6 +142,11 @@ def test_a_body_too_small_to_tell_apart_is_not_reidentified():
     assert far.identity_id == "" and far.via == "none"
     [near] = manager.assign_frame(3700.0, [Evidence(None, body, 0.0, box=(250, 200, 330, 440))])
     assert near.identity_id == carol.identity_id and near.via == "reid"
+    # a body like hers but a face (however small) that is clearly someone else's: not her
+    [other] = manager.assign_frame(3800.0, [Evidence(unit([0, 1, 0]), body, 14.0, box=(250, 200, 330, 440))])
+    assert other.identity_id == "" and other.via == "none"
+    [same] = manager.assign_frame(3900.0, [Evidence(unit([1, 0.4, 0]), body, 14.0, box=(250, 200, 330, 440))])
+    assert same.identity_id == carol.identity_id
 
 
 def _kill(manager):

@@ -427,7 +427,7 @@ class IdentityManager:
         # 4. body re-ID, same day only
         for i in live:
             if results[i] is None:
-                results[i] = self._assign_reid(sightings[i].reid, t, taken) if sightings[i].reid is not None \
+                results[i] = self._assign_reid(sightings[i], t, taken) if sightings[i].reid is not None \
                     else Assignment("", 0.0, "none")
                 taken.add(results[i].identity_id)
         # bookkeeping: exemplars, re-ID banks, tracks, cannot-links, merges
@@ -541,13 +541,19 @@ class IdentityManager:
         self.merge_log.append((absorbed, survivor))
         log.info("identity %s merged into %s (average linkage)", absorbed, survivor)
 
-    def _assign_reid(self, reid: np.ndarray, t: Optional[float], taken: set[str]) -> Assignment:
+    def _assign_reid(self, e: Evidence, t: Optional[float], taken: set[str]) -> Assignment:
+        """The identity whose recent body embeddings are nearest, never one the sighting's face
+        (however small) contradicts: farther than ``track_eps`` from its exemplars."""
+        candidates = [ident for ident in self._reid if ident not in taken]
+        face_dist = dict(zip(candidates, self._face_distances(e.face, candidates))) if e.face is not None else {}
         best, best_dist = "", 2.0
-        for ident, bank in self._reid.items():
-            recent = [v for bt, v in bank if t is None or bt is None or abs(t - bt) <= self.params.reid_window_s]
-            if ident in taken or not recent:
+        for ident in candidates:
+            recent = [v for bt, v in self._reid[ident]
+                      if t is None or bt is None or abs(t - bt) <= self.params.reid_window_s]
+            contradicted = face_dist.get(ident, 0.0)
+            if not recent or (np.isfinite(contradicted) and contradicted > self.params.track_eps):
                 continue
-            dist = float(np.min(1.0 - np.stack(recent) @ reid))
+            dist = float(np.min(1.0 - np.stack(recent) @ e.reid))
             if dist < best_dist:
                 best, best_dist = ident, dist
         if best and best_dist <= self.params.reid_threshold:
