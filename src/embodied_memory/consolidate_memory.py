@@ -148,10 +148,7 @@ def undo_at_rest(store, identity_dir: Path, change: int, identity_params: Identi
         moved = store.undo_identity_change(change)
         if moved and row is not None:
             manager.drop_logged(row["source"], row["target"])
-            sightings = store.sighting_evidence()
-            manager.rebuild([(s.identity_id, s.obs, s.face_embedding) for s in sightings
-                             if s.face_embedding is not None and s.identity_id
-                             and face_px(s.face_box) >= identity_params.min_face_px])
+            manager.rebuild(_faces_after(store.sighting_evidence(), ConsolidationPlan(), identity_params.min_face_px))
         return moved
     finally:
         manager.close()
