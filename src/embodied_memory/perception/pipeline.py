@@ -36,6 +36,8 @@ class PerceptionParams:
     insightface_root: str = ""
     face_upscale: float = 2.0               # yunet_sface: a second pass at this scale finds faces of 10-20 px
                                             # (people 5-7 m away at 640x480); 1: one pass
+    face_score_threshold: float = 0.45      # yunet_sface: YuNet's face score to keep a face; lower finds the
+                                            # dim and backlit faces (tuned on world seeds 0-4)
     face_min_px: int = 8                    # smaller faces (shorter side, pixels) are not kept; those under
                                             # identity_min_face_px only join an identity at a tight match
     reid: str = "mobilenetv2"               # mobilenetv2 (appearance features) | torchscript | none
@@ -71,6 +73,8 @@ class PerceptionParams:
                 raise ValueError(f"{key}: unknown '{getattr(self, key)}' ({' | '.join(allowed)})")
         if not 1.0 <= self.face_upscale <= 4.0:
             raise ValueError(f"face_upscale: {self.face_upscale} (1 = one pass, at most 4)")
+        if not 0.0 < self.face_score_threshold < 1.0:
+            raise ValueError(f"face_score_threshold: {self.face_score_threshold} (a YuNet score in (0, 1))")
         if self.face_min_px < 1:
             raise ValueError(f"face_min_px: {self.face_min_px} (pixels, >= 1)")
         if self.describer == "vlm" and not self.vlm_base_url:
@@ -110,7 +114,7 @@ class Perception:
         self.faces = None
         if p.face_backend == "yunet_sface":
             from .faces import YuNetSFace
-            self.faces = YuNetSFace(min_size=p.face_min_px, upscale=p.face_upscale)
+            self.faces = YuNetSFace(p.face_score_threshold, min_size=p.face_min_px, upscale=p.face_upscale)
         elif p.face_backend == "insightface":
             from .faces import InsightFaceBackend
             self.faces = InsightFaceBackend(p.insightface_root)
