@@ -256,3 +256,88 @@ def test_the_command_proposes_applies_lists_and_undoes(tmp_path):
     assert code == 0 and "4 sightings moved back" in out
     code, out = cli("--undo", "999")
     assert code == 2 and "no identity change 999" in out
+
+
+def test_an_undone_split_is_not_split_again_by_the_next_pass(tmp_path):
+    """The operator says Ben's four sightings are Ann's after all: the next pass leaves them."""
+    from embodied_memory.consolidate_memory import undo_at_rest
+    data = tmp_path / "mem"
+    store = memory(data)
+    assert consolidate_memory(store, data / "identities").splits
+    assert undo_at_rest(store, data / "identities", store.identity_changes()[0]["change"]) == 4
+    again = consolidate_memory(store, data / "identities")
+    assert not again.applied and again.splits == [] and again.relabelled == 0
+    assert {r[1] for r in by_observation(store)} == {"person_0001", "person_0002"}
+    store.close()
+
+
+def test_an_undone_merge_gives_names_back_and_is_never_merged_again(tmp_path):
+    """One person's faces under two ids, the second named 'cid' and holding an alias: the pass
+    merges them (the survivor takes the name).  The operator undoes it: each id has its own name
+    and aliases again, the next pass does not merge them, and live assignment never will."""
+    from embodied_memory.consolidate_memory import undo_at_rest
+    data = tmp_path / "mem"
+    store = open_store(params(data))
+    store.insert([Observation(f"o{i}", T0 + 120 * i, "day1", Pose(0, 0, 0, 0), waypoint_id="lab", people=[
+        PersonSighting((0, 0, 40, 120), "person_0001" if i < 6 else "person_0002", 0.9, 0.8,
+                       face_box=(0, 0, 30, 30), face_embedding=face(0), position=(0.0, 0.0, 0.0))])
+        for i in range(10)])
+    store.name_identity("person_0002", "cid")
+    store.merge_identities("person_0009", "person_0002")    # an id merged before any sighting: an alias
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    for _ in range(2):
+        manager.issue_id()
+    manager.close()
+    report = consolidate_memory(store, data / "identities")
+    assert report.applied and {r[1] for r in by_observation(store)} == {"person_0001"}
+    names = {p["person"]: p.get("name", "") for p in store.people()}
+    assert names == {"person_0001": "cid"}
+    merge = next(c for c in store.identity_changes() if c["kind"] == "merge")
+    assert undo_at_rest(store, data / "identities", merge["change"]) == 4
+    names = {p["person"]: p.get("name", "") for p in store.people()}
+    assert names["person_0002"] == "cid" and not names["person_0001"]
+    assert store._conn().execute("SELECT identity_id FROM identity_aliases WHERE alias_id='person_0009'"
+                                 ).fetchone()[0] == "person_0002"
+    again = consolidate_memory(store, data / "identities")
+    assert not again.applied and again.merges == []
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    assert manager.cannot_link("person_0001", "person_0002")
+    manager.close()
+    store.close()
+
+
+def test_a_lost_identity_state_never_reissues_an_id_the_memory_holds(tmp_path):
+    """Perception's state gone (another data_dir, a wiped disk): its counter starts at 1, but the
+    split takes an id above every one the memory holds or held (person_0007 was forgotten)."""
+    import shutil
+    data = tmp_path / "mem"
+    store = memory(data)
+    store.merge_identities("person_0006", "person_0002")      # an alias
+    store.insert([Observation("o30", T0 + 9000, "day1", Pose(0, 0, 0, 0), waypoint_id="lab", people=[PersonSighting(
+        (0, 0, 40, 120), "person_0007", 0.9, 0.8, face_box=(0, 0, 30, 30), face_embedding=face(2),
+        position=(0.0, 0.0, 0.0))])])
+    store.forget_identity("person_0007")
+    shutil.rmtree(data / "identities")
+    report = consolidate_memory(store, data / "identities")
+    assert report.splits == [("person_0001", "person_0008", 4)]
+    store.close()
+
+
+def test_a_forget_while_a_pass_is_pending_leaves_no_face_under_the_moves_targets(tmp_path):
+    """A pass gives four of person_0001's faces to a new id; before the memory applies it, the
+    operator forgets person_0001 (all its sightings go).  Rebuilt from the memory plus the pending
+    moves, perception keeps no face of them under the new id."""
+    from embodied_memory.consolidate_memory import consolidate_live, refresh_live
+    data = tmp_path / "mem"
+    store = memory(data, name_first="")
+    live = IdentityManager(IdentityParams(), data / "identities")
+    _, changes = consolidate_live(data / "memory.sqlite3", live)
+    [split] = changes
+    assert live.assign(face(1)).identity_id == split["target"]      # the split's faces, before the forget
+    store.forget_identity("person_0001")
+    live.forget("person_0001")
+    assert refresh_live(data / "memory.sqlite3", live)
+    assert live.assign(face(1)).identity_id not in {split["target"], "person_0001"}
+    assert [c["change_id"] for c in live.change_log] == [split["change_id"]]    # still sent (the memory rejects it)
+    live.close()
+    store.close()

@@ -18,7 +18,8 @@ from pathlib import Path
 from .people.consolidation import ConsolidationParams, ConsolidationPlan, consolidate
 from .people.identity import IdentityManager, IdentityParams
 from .perception.pipeline import face_px
-from .store.identities import read_display_names, read_sighting_evidence
+from .store.identities import (read_display_names, read_distinct_pairs, read_highest_identity,
+                               read_pinned_sightings, read_sighting_evidence)
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +61,11 @@ Move = tuple[str, str, str, list[int]]      # (kind, source, target, sighting id
 
 
 def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued: int, id_prefix: str,
-          new_id) -> tuple[ConsolidationReport, ConsolidationPlan]:
-    plan = consolidate(sightings, params, names=names, new_id=new_id, taken_ids={f"{id_prefix}{issued:04d}"})
+          new_id, constraints: tuple[set[tuple[str, str]], set[int]]) -> tuple[ConsolidationReport, ConsolidationPlan]:
+    """``constraints``: the operator's undos (``MemoryStore.operator_constraints``)."""
+    distinct, pinned = constraints
+    plan = consolidate(sightings, params, names=names, new_id=new_id, taken_ids={f"{id_prefix}{issued:04d}"},
+                       distinct=distinct, pinned=pinned)
     report = ConsolidationReport(sightings=len(sightings), tracks=plan.tracks, merges=list(plan.merges),
                                  splits=[(s.source, s.identity_id, len(s.sightings)) for s in plan.splits],
                                  split_sightings=[list(s.sightings) for s in plan.splits], relabelled=len(plan.labels))
@@ -76,6 +80,17 @@ def _faces_after(sightings, plan: ConsolidationPlan, min_face_px: float) -> list
             if s.face_embedding is not None and after[s.sighting_id] and face_px(s.face_box) >= min_face_px]
 
 
+def _apart_after(sightings, plan: ConsolidationPlan, distinct: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The identity pairs that are two people once the plan is applied: seen in one keyframe by
+    any sighting (faceless ones too), or kept apart by an operator's undo (``distinct``)."""
+    by_obs: dict[int, set[str]] = {}
+    for s in sightings:
+        ident = plan.labels.get(s.sighting_id, s.identity_id)
+        if ident:
+            by_obs.setdefault(s.obs, set()).add(ident)
+    return {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b} | distinct
+
+
 def consolidate_memory(store, identity_dir: Path, params: ConsolidationParams = ConsolidationParams(),
                        identity_params: IdentityParams = IdentityParams(), dry_run: bool = False,
                        lock_wait_s: float = 2.0) -> ConsolidationReport:
@@ -84,20 +99,23 @@ def consolidate_memory(store, identity_dir: Path, params: ConsolidationParams = 
     reads (perception may hold the state); applying needs the state's lock."""
     sightings = store.sighting_evidence()
     names = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
+    constraints = store.operator_constraints()
     manager = None
     if dry_run:
         snapshot = IdentityManager.read_snapshot(identity_dir)
         issued = int(snapshot[0]["next"]) - 1 if snapshot else 0
     else:
         manager = IdentityManager(identity_params, identity_dir, lock_wait_s=lock_wait_s)
+        manager.issue_past(store.highest_identity(identity_params.id_prefix))
         issued = manager.issued
     try:
         report, plan = _plan(sightings, names, params, issued, identity_params.id_prefix,
-                             None if dry_run else manager.issue_id)
+                             None if dry_run else manager.issue_id, constraints)
         if dry_run or plan.empty:
             return report
         store.relabel_sightings(moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}))
-        manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px), plan.merges)
+        manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px),
+                        distinct=_apart_after(sightings, plan, constraints[0]))
         report.applied = True
         return report
     finally:
@@ -123,18 +141,42 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Consolidat
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30.0)
     try:
         sightings, names = read_sighting_evidence(conn), read_display_names(conn)
+        constraints = read_distinct_pairs(conn), read_pinned_sightings(conn)
+        if not dry_run:
+            manager.issue_past(read_highest_identity(conn, manager.params.id_prefix))
     finally:
         conn.close()
     report, plan = _plan(sightings, names, params, manager.issued, manager.params.id_prefix,
-                         None if dry_run else manager.issue_id)
+                         None if dry_run else manager.issue_id, constraints)
     if dry_run or plan.empty:
         return report, []
     changes = change_records(moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}))
     stored = {s.identity_id for s in sightings}
-    manager.rebuild(_faces_after(sightings, plan, manager.params.min_face_px), plan.merges,
-                    keep=lambda ident: ident not in stored, changes=changes)
+    manager.rebuild(_faces_after(sightings, plan, manager.params.min_face_px),
+                    keep=lambda ident: ident not in stored, changes=changes,
+                    distinct=_apart_after(sightings, plan, constraints[0]))
     report.applied = True
     return report, changes
+
+
+def refresh_live(db_path: Path, manager: IdentityManager) -> bool:
+    """Rebuild perception's identity state from the memory's database as it is now plus the
+    moves the memory has not acknowledged yet: a person forgotten while a pass's moves were
+    pending leaves no face under the identities those moves were taking them to (the memory
+    deleted their sightings; the moves' sightings of them match nothing).  False when no move
+    is pending (nothing of a pass can hold the person)."""
+    if not manager.change_log:
+        return False
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30.0)
+    try:
+        sightings, distinct = read_sighting_evidence(conn), read_distinct_pairs(conn)
+    finally:
+        conn.close()
+    plan = ConsolidationPlan(labels={int(i): c["target"] for c in manager.change_log for i in c["sightings"]})
+    rebuilt = {s.identity_id for s in sightings} | set(plan.labels.values())   # a move's target: from the moves
+    manager.rebuild(_faces_after(sightings, plan, manager.params.min_face_px),
+                    keep=lambda ident: ident not in rebuilt, distinct=_apart_after(sightings, plan, distinct))
+    return True
 
 
 def undo_at_rest(store, identity_dir: Path, change: int, identity_params: IdentityParams = IdentityParams(),
@@ -148,7 +190,9 @@ def undo_at_rest(store, identity_dir: Path, change: int, identity_params: Identi
         moved = store.undo_identity_change(change)
         if moved and row is not None:
             manager.drop_logged(row["source"], row["target"])
-            manager.rebuild(_faces_after(store.sighting_evidence(), ConsolidationPlan(), identity_params.min_face_px))
+            sightings, plan = store.sighting_evidence(), ConsolidationPlan()
+            manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px),
+                            distinct=_apart_after(sightings, plan, store.operator_constraints()[0]))
         return moved
     finally:
         manager.close()

@@ -38,7 +38,7 @@ from embodied_memory_interfaces.srv import Consolidate
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ..consolidate_memory import consolidate_live
+from ..consolidate_memory import consolidate_live, refresh_live
 
 from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg, pixel_intrinsics
 from ..params import CONSOLIDATE_SERVICE, PerceptionNodeParams
@@ -77,6 +77,7 @@ class PerceptionNode(ManagedNode):
         h.gauges["sightings_of_forgotten_faces_not_recorded"] = \
             lambda: self.perception.suppressed_sightings if self.perception else "n/a"
         self._gate = ServingGate()                 # open while active
+        self._drained = True                       # no callback left running when it last closed
         self._taking = threading.Event()           # set while active: the worker takes keyframes
         self._stop = threading.Event()             # set by cleanup: the worker ends
         self._worker: threading.Thread | None = None
@@ -133,7 +134,9 @@ class PerceptionNode(ManagedNode):
     def _stop_serving(self) -> None:
         """Takes no keyframes any more (the frame selector keeps them); the worker finishes the
         one in hand and waits."""
-        self._gate.close(DRAIN_TIMEOUT_S)
+        self._drained = self._gate.close(DRAIN_TIMEOUT_S)
+        if not self._drained:
+            self.get_logger().warning(f"a consolidation pass still running after {DRAIN_TIMEOUT_S:.0f} s")
         self._taking.clear()
         sub, self._keyframes_sub = self._keyframes_sub, None
         if sub is not None:
@@ -148,6 +151,9 @@ class PerceptionNode(ManagedNode):
     def release(self) -> None:
         """Back to unconfigured: stop the worker, release the models (the identity state is saved)."""
         self._stop_serving()
+        if not self._drained:      # do not close the identity state under a pass that still writes it
+            raise RuntimeError(f"a consolidation pass did not finish in {DRAIN_TIMEOUT_S:.0f} s; identity state "
+                               "saved as of its last change")
         sub, self._forgotten_sub = self._forgotten_sub, None
         if sub is not None:
             self.destroy_subscription(sub)
@@ -304,10 +310,13 @@ class PerceptionNode(ManagedNode):
         if not db.exists():
             raise FileNotFoundError(f"no memory at {db}: consolidation reads the memory node's database (give "
                                     "both nodes one data_dir)")
+        forgotten_before = set(self.forgotten)
         report, changes = consolidate_live(db, perception.identities, dry_run=dry_run)
         if report.applied:     # the database may have been read before a forget: forgotten stays forgotten
             for identity in sorted(self.forgotten):
                 perception.identities.forget(identity, suppress=self.params.forgotten_person == "drop")
+            if self.forgotten - forgotten_before:     # their faces may be under the moves' targets
+                refresh_live(db, perception.identities)
         for change in changes:
             self._publish_change(change)
         return report
@@ -323,11 +332,17 @@ class PerceptionNode(ManagedNode):
         self._consolidate(dry_run=False)
 
     def _on_forgotten(self, msg: IdentityForgotten) -> None:
+        forgot = False
         for identity in [msg.identity_id, *msg.aliases]:
             if identity and identity not in self.forgotten:
                 self.forgotten.add(identity)
                 known = self.perception.identities.forget(identity, suppress=self.params.forgotten_person == "drop")
                 self.get_logger().info(f"forgot identity {identity}" + ("" if known else " (not known here)"))
+                forgot = True
+        db = self.perception.data_dir / "memory.sqlite3"
+        if forgot and db.exists() and refresh_live(db, self.perception.identities):
+            # a pass's pending moves had given the person's faces to other identities
+            self.get_logger().info("identity state rebuilt from the memory after a forget during consolidation")
 
     def close(self) -> None:
         """The process ends (run_node): whatever the state, stop the worker and save the identities."""

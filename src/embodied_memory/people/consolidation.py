@@ -22,7 +22,7 @@ import itertools
 import logging
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -103,10 +103,12 @@ def _greedy(points: np.ndarray, forbid: np.ndarray, eps: float) -> list[list[int
     return list(members.values())
 
 
-def _clusters(points: np.ndarray, obs: list[frozenset], names: list[frozenset], eps: float) -> list[list[int]]:
+def _clusters(points: np.ndarray, obs: list[frozenset], names: list[frozenset], eps: float,
+              idents: Optional[list[frozenset]] = None, distinct: frozenset = frozenset()) -> list[list[int]]:
     """Average-linkage clusters of ``points`` (unit rows) cut at ``eps``, never joining two
-    points that share an observation or carry different names: the unconstrained tree first
-    (scipy, fast), then each of its clusters agglomerated again under the constraints."""
+    points that share an observation, carry different names or hold two identities of a
+    ``distinct`` pair (``idents``: each point's current identities): the unconstrained tree
+    first (scipy, fast), then each of its clusters agglomerated again under the constraints."""
     n = len(points)
     if n == 1:
         return [[0]]
@@ -131,6 +133,15 @@ def _clusters(points: np.ndarray, obs: list[frozenset], names: list[frozenset], 
         for (j, x), (k, y) in itertools.combinations(named, 2):
             if len(x | y) > 1:
                 forbid[j, k] = forbid[k, j] = True
+        if distinct and idents is not None:
+            holding: dict[str, list[int]] = defaultdict(list)
+            for j, i in enumerate(idx):
+                for ident in idents[i]:
+                    holding[ident].append(j)
+            for a, b in distinct:
+                if a in holding and b in holding:
+                    forbid[np.ix_(holding[a], holding[b])] = True
+                    forbid[np.ix_(holding[b], holding[a])] = True
         out += [[int(idx[j]) for j in group] for group in _greedy(points[idx], forbid, eps)]
     return out
 
@@ -138,9 +149,12 @@ def _clusters(points: np.ndarray, obs: list[frozenset], names: list[frozenset], 
 def consolidate(sightings: Sequence[StoredSighting], params: ConsolidationParams = ConsolidationParams(),
                 taken_ids: set[str] = frozenset(), names: Optional[dict[str, str]] = None,
                 anchors: Optional[dict[str, set[int]]] = None,
-                new_id: Optional[Callable[[], str]] = None) -> ConsolidationPlan:
+                new_id: Optional[Callable[[], str]] = None,
+                distinct: Iterable[tuple[str, str]] = (), pinned: Iterable[int] = ()) -> ConsolidationPlan:
     """A plan of merges and splits for ``sightings`` (oldest first).  ``names``: identity ->
-    display name (an operator's: differently named identities are never merged); ``anchors``:
+    display name (an operator's: differently named identities are never merged); ``distinct``:
+    identity pairs an operator said are two people (never joined); ``pinned``: sighting ids an
+    operator kept with their identity (never moved); ``anchors``:
     identity -> the sighting ids an operator saw when naming it; ``new_id`` issues fresh ids
     (default: ``person_NNNN`` after the highest in use and in ``taken_ids``)."""
     params.validate()
@@ -173,7 +187,9 @@ def consolidate(sightings: Sequence[StoredSighting], params: ConsolidationParams
     points /= np.linalg.norm(points, axis=1, keepdims=True)
     track_names = [frozenset(names[s.identity_id] for s in track_sightings[t] if names.get(s.identity_id))
                    for t in tracks]
-    groups = _clusters(points, [frozenset(track_obs[t]) for t in tracks], track_names, params.eps)
+    track_idents = [frozenset(s.identity_id for s in track_sightings[t] if s.identity_id) for t in tracks]
+    groups = _clusters(points, [frozenset(track_obs[t]) for t in tracks], track_names, params.eps,
+                       track_idents, frozenset(distinct))
     # each cluster keeps the identity holding most of its sightings (anchors first)
     votes = []
     for c, group in enumerate(groups):
@@ -210,6 +226,12 @@ def consolidate(sightings: Sequence[StoredSighting], params: ConsolidationParams
         if c in origin:
             plan.splits.append(Split(origin[c], owner[c], sorted(s.sighting_id for t in group
                                                                  for s in track_sightings[tracks[t]])))
+    pinned = set(pinned)
+    if pinned:      # an operator's undone split: those sightings stay where they are
+        plan.labels = {sid: ident for sid, ident in plan.labels.items() if sid not in pinned}
+        plan.splits = [Split(sp.source, sp.identity_id, [i for i in sp.sightings if i not in pinned])
+                       for sp in plan.splits]
+        plan.splits = [sp for sp in plan.splits if sp.sightings]
     clustered = {tracks[t] for group in groups for t in group}
     for t, members in track_sightings.items():   # faceless tracks follow their identity's merge
         if t in clustered:

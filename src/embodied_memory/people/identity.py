@@ -49,7 +49,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 import numpy as np
 
@@ -568,6 +568,15 @@ class IdentityManager:
                 self._save_locked()
             return ident
 
+    def issue_past(self, highest: int) -> None:
+        """Ids issued from now on are above ``highest`` (one the memory holds: an identity state
+        lost or started on another data directory never reissues it).  Durable at once."""
+        with self._lock:
+            if highest >= self._next:
+                self._next = highest + 1
+                if self.path is not None:
+                    self._save_locked()
+
     def acknowledged(self, merge: Optional[tuple[str, str]] = None, change_id: str = "") -> None:
         """The memory acknowledged a merge or a consolidation move: it is not sent again after a
         start (dropped from the logs; on disk with the next snapshot)."""
@@ -590,13 +599,14 @@ class IdentityManager:
         """The number of the last id issued (ids are never reused)."""
         return self._next - 1
 
-    def rebuild(self, faces: list[tuple[str, int, np.ndarray]], merges: list[tuple[str, str]] = (),
-                keep=None, changes: list[dict] = ()) -> None:
+    def rebuild(self, faces: list[tuple[str, int, np.ndarray]], keep=None, changes: list[dict] = (), distinct: Iterable[tuple[str, str]] = ()) -> None:
         """Replace the exemplars with ``faces`` ((identity, observation, clear face embedding),
         oldest first: the memory after consolidation) and the cannot-links with the pairs seen in
-        one observation; re-ID banks and tracks start again, suppressed faces and the id counter
-        stay, ``merges`` join the merge log and ``changes`` (the moves the memory is to apply)
-        the change log, in the same snapshot.  ``keep(identity)`` true: that identity's current
+        one observation and the ``distinct`` pairs (two people: seen together by any sighting,
+        or kept apart by an operator's undo); re-ID banks and tracks start again, suppressed
+        faces and the id counter stay, ``changes`` (the moves the memory is to apply) join the
+        change log, in the same snapshot (consolidation's merges travel as those moves, never as
+        whole-identity merges).  ``keep(identity)`` true: that identity's current
         exemplars stay too (one the memory did not hold yet).  Durable at once."""
         with self._lock:
             mine: dict[str, list[np.ndarray]] = {}
@@ -615,8 +625,8 @@ class IdentityManager:
             self._labels = np.asarray([c for c, _ in rows], dtype=np.int64)
             self._recount()
             self._cannot = {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b}
+            self._cannot |= {(min(a, b), max(a, b)) for a, b in distinct}
             self._reid, self._tracks.tracks = {}, []
-            self.merge_log.extend(merges)
             self.change_log = (self.change_log + list(changes))[-MAX_CHANGE_LOG:]
             if self.path is not None:
                 self._save_locked()

@@ -26,8 +26,8 @@ from .image_files import file_in
 from .records import _blob, _unblob, _unit
 from .tool_registry import query_tool
 
-log = logging.getLogger(__package__ + ".memory_store")
-UNDOABLE_CHANGES = ("merge", "split", "assign")   # assign: sightings without an identity given one   # the store's one logger (as before the split)
+log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
+UNDOABLE_CHANGES = ("merge", "split", "assign")   # assign: sightings without an identity given one
 
 
 def _name_pattern(words: Iterable[str]) -> Optional[re.Pattern]:
@@ -60,6 +60,40 @@ def read_sighting_evidence(conn, since: float = 0.0) -> list[StoredSighting]:
         out.append(StoredSighting(r[0], r[1], r[2], r[3] or "", (r[4], r[5], r[6], r[7]), face_box, _unblob(r[9]),
                                   _unblob(r[10]), (r[11], r[12]) if r[11] is not None else None))
     return out
+
+
+def read_distinct_pairs(conn) -> set[tuple[str, str]]:
+    """Identity pairs an operator said are two people: the two sides of every undone merge
+    (sorted pairs).  Consolidation never joins them again; live assignment never merges them."""
+    return {(min(a, b), max(a, b)) for a, b in conn.execute(
+        "SELECT source, target FROM identity_changes WHERE undone IS NOT NULL AND kind='merge' "
+        "AND source != '' AND target != ''")}
+
+
+def read_pinned_sightings(conn) -> set[int]:
+    """Sightings an operator kept with their identity by undoing the split that took them away:
+    consolidation never moves them again."""
+    return {int(i) for (ids,) in conn.execute(
+        "SELECT sightings FROM identity_changes WHERE undone IS NOT NULL AND kind='split'") for i in json.loads(ids)}
+
+
+def _prior(conn, source: str, target: str) -> str:
+    """What a move that empties ``source`` into ``target`` changes beyond sightings: both names
+    and the aliases pointing at ``source`` (JSON, for the undo)."""
+    names = {r[0]: r[1] for r in conn.execute(
+        "SELECT identity_id, display_name FROM identities WHERE identity_id IN (?, ?)", (source, target))}
+    aliases = [r[0] for r in conn.execute("SELECT alias_id FROM identity_aliases WHERE identity_id=?", (source,))]
+    return json.dumps({"names": names, "aliases": aliases})
+
+
+def read_highest_identity(conn, prefix: str) -> int:
+    """The highest number of any ``<prefix>NNNN`` id the memory holds or held (identities,
+    aliases, tombstones, sightings): a new id must be above it, whatever perception's counter says."""
+    ids = set()
+    for sql in ("SELECT identity_id FROM identities", "SELECT alias_id FROM identity_aliases",
+                "SELECT identity_id FROM forgotten_identities", "SELECT DISTINCT identity_id FROM sightings"):
+        ids |= {r[0] for r in conn.execute(sql) if r[0]}
+    return max((int(i[len(prefix):]) for i in ids if i.startswith(prefix) and i[len(prefix):].isdigit()), default=0)
 
 
 def read_display_names(conn) -> dict[str, str]:
@@ -133,6 +167,7 @@ class IdentitiesMixin:
                 conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
                              (absorbed, survivor))
                 return 0
+            prior = _prior(conn, absorbed, survivor)
             conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
                          (survivor, names.get(absorbed, ""), time.time()))
             if not names.get(survivor) and names.get(absorbed):
@@ -148,7 +183,7 @@ class IdentitiesMixin:
             conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))
             conn.execute("INSERT OR REPLACE INTO identity_aliases(alias_id, identity_id) VALUES (?, ?)",
                          (absorbed, survivor))
-            self._journal_change(conn, "merge", absorbed, survivor, ids)
+            self._journal_change(conn, "merge", absorbed, survivor, ids, prior)
             if reviewed:
                 self._journal_change(conn, "reviewed", survivor, survivor, [])
         log.info("merged identity %s into %s (%d sightings)", absorbed, survivor, moved)
@@ -208,8 +243,10 @@ class IdentitiesMixin:
                 conn.execute("UPDATE observations SET persons=?, description=? WHERE id=?",
                              (",".join(dict.fromkeys(people)), text, rid))
             conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (source, target))
+            prior = None
             if source and target and not conn.execute("SELECT 1 FROM sightings WHERE identity_id=? LIMIT 1",
                                                       (source,)).fetchone():
+                prior = _prior(conn, source, target)
                 name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (source,)).fetchone()
                 if name and name[0]:
                     conn.execute("UPDATE identities SET display_name=? WHERE identity_id=? AND display_name=''",
@@ -220,14 +257,16 @@ class IdentitiesMixin:
                              (source, target))
             elif kind != "undo" and target:
                 conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (target,))
-            journal.append(self._journal_change(conn, kind, source, target, moved))
+            journal.append(self._journal_change(conn, kind, source, target, moved, prior))
             log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
         return journal, total
 
     @staticmethod
-    def _journal_change(conn, kind: str, source: str, target: str, sightings: Sequence[int]) -> int:
-        return conn.execute("INSERT INTO identity_changes(t, kind, source, target, sightings) VALUES (?, ?, ?, ?, ?)",
-                            (time.time(), kind, source, target, json.dumps(list(sightings)))).lastrowid
+    def _journal_change(conn, kind: str, source: str, target: str, sightings: Sequence[int],
+                        prior: Optional[str] = None) -> int:
+        return conn.execute("INSERT INTO identity_changes(t, kind, source, target, sightings, prior) "
+                            "VALUES (?, ?, ?, ?, ?, ?)",
+                            (time.time(), kind, source, target, json.dumps(list(sightings)), prior)).lastrowid
 
     def identity_doubts(self, before: Optional[float] = None) -> dict[str, str]:
         """Identity id -> why its sightings may not all be one person: it is seen twice in one
@@ -281,7 +320,26 @@ class IdentitiesMixin:
             if not moved:
                 raise StoreError(f"identity change {change}: none of its sightings is still with {row['target']} "
                                  "(moved on or forgotten since): nothing to undo")
+            if row["prior"] and row["source"]:    # each side's own name back, the aliases back to the source
+                prior = json.loads(row["prior"])
+                own = prior["names"].get(row["source"], "")
+                conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (own, row["source"]))
+                if own:     # the target took the source's name only if it had none (a later naming stays)
+                    conn.execute("UPDATE identities SET display_name=? WHERE identity_id=? AND display_name=?",
+                                 (prior["names"].get(row["target"], ""), row["target"], own))
+                for alias in prior["aliases"]:
+                    conn.execute("UPDATE identity_aliases SET identity_id=? WHERE alias_id=?", (row["source"], alias))
         return moved
+
+    def operator_constraints(self) -> tuple[set[tuple[str, str]], set[int]]:
+        """What an operator's undos said: identity pairs that are two people (undone merges) and
+        sightings that stay with their identity (undone splits)."""
+        conn = self._conn()
+        return read_distinct_pairs(conn), read_pinned_sightings(conn)
+
+    def highest_identity(self, prefix: str) -> int:
+        """``read_highest_identity``: new ids go above it."""
+        return read_highest_identity(self._conn(), prefix)
 
     def forgotten_identities(self, limit: int = 1000) -> list[str]:
         """The most recently forgotten identity ids (tombstones), for perception to forget too."""

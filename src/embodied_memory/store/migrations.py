@@ -28,6 +28,9 @@ MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
     4: ("identity changes (consolidation's merges and splits) are journalled: what moved, when, undoable",
         ("CREATE TABLE IF NOT EXISTS identity_changes(id INTEGER PRIMARY KEY, t REAL NOT NULL, kind TEXT NOT NULL, "
          "source TEXT NOT NULL, target TEXT NOT NULL, sightings TEXT NOT NULL, undone REAL)",)),
+    5: ("an identity change keeps the names and aliases it changed (prior), so that undoing a merge gives "
+        "each person their own name back",
+        ("ALTER TABLE identity_changes ADD COLUMN prior TEXT",)),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -42,9 +42,10 @@ CREATE TABLE IF NOT EXISTS occupancy_maps(
   episode_id TEXT PRIMARY KEY, resolution REAL, origin_x REAL, origin_y REAL,
   width INTEGER, height INTEGER, data BLOB, updated REAL);
 CREATE TABLE IF NOT EXISTS identity_aliases(alias_id TEXT PRIMARY KEY, identity_id TEXT NOT NULL);
--- consolidation's merges and splits, one row per (source -> target) move: the sighting ids moved (JSON)
+-- consolidation's merges and splits, one row per (source -> target) move: the sighting ids moved (JSON);
+-- prior: the names and aliases the move changed (JSON {"names": {id: name}, "aliases": [alias ids]}), for undo
 CREATE TABLE IF NOT EXISTS identity_changes(id INTEGER PRIMARY KEY, t REAL NOT NULL, kind TEXT NOT NULL,
-  source TEXT NOT NULL, target TEXT NOT NULL, sightings TEXT NOT NULL, undone REAL);
+  source TEXT NOT NULL, target TEXT NOT NULL, sightings TEXT NOT NULL, undone REAL, prior TEXT);
 -- per-waypoint summary kept by insert (the agent lists waypoints on every question)
 CREATE TABLE IF NOT EXISTS waypoint_stats(
   waypoint_id TEXT PRIMARY KEY, n INTEGER NOT NULL, sx REAL NOT NULL, sy REAL NOT NULL, last REAL NOT NULL);
