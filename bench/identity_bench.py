@@ -27,7 +27,7 @@ from pathlib import Path
 from embodied_memory.evaluation.identity_metrics import identity_quality
 from embodied_memory.params import StoreParams
 from embodied_memory.people.identity import Evidence, IdentityManager, IdentityParams
-from embodied_memory.perception.pipeline import face_px
+from embodied_memory.people.identity import face_px
 from embodied_memory.cache import cache_dir
 from embodied_memory.sim.episode import GroundTruth
 from embodied_memory.store import open_store

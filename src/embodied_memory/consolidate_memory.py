@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .people.consolidation import ConsolidationParams, ConsolidationPlan, consolidate
-from .people.identity import IdentityManager, IdentityParams
-from .perception.pipeline import face_px
+from .people.identity import IdentityManager, IdentityParams, clear_face, face_px
 from .store.identities import (read_display_names, read_distinct_pairs, read_highest_identity,
                                read_pinned_sightings, read_sighting_evidence)
 
@@ -77,7 +76,7 @@ def _faces_after(sightings, plan: ConsolidationPlan, min_face_px: float) -> list
     under its new identity."""
     after = {s.sighting_id: plan.labels.get(s.sighting_id, s.identity_id) for s in sightings}
     return [(after[s.sighting_id], s.obs, s.face_embedding) for s in sightings
-            if s.face_embedding is not None and after[s.sighting_id] and face_px(s.face_box) >= min_face_px]
+            if s.face_embedding is not None and after[s.sighting_id] and clear_face(face_px(s.face_box), min_face_px)]
 
 
 def _apart_after(sightings, plan: ConsolidationPlan, distinct: set[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -97,7 +96,7 @@ def consolidate_memory(store, identity_dir: Path, params: ConsolidationParams = 
     """Consolidate the memory of ``store`` and the identity state in ``identity_dir`` (perception
     stopped: ``embodied-memory consolidate``, the inspector on a memory at rest).  A dry run only
     reads (perception may hold the state); applying needs the state's lock."""
-    sightings = store.sighting_evidence()
+    sightings = store.sighting_evidence(reid=False)
     names = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
     constraints = store.operator_constraints()
     manager = None
@@ -140,7 +139,7 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Consolidat
                              "by the memory (is the memory node running?)")
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30.0)
     try:
-        sightings, names = read_sighting_evidence(conn), read_display_names(conn)
+        sightings, names = read_sighting_evidence(conn, reid=False), read_display_names(conn)
         constraints = read_distinct_pairs(conn), read_pinned_sightings(conn)
         if not dry_run:
             manager.issue_past(read_highest_identity(conn, manager.params.id_prefix))
@@ -169,7 +168,7 @@ def refresh_live(db_path: Path, manager: IdentityManager) -> bool:
         return False
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30.0)
     try:
-        sightings, distinct = read_sighting_evidence(conn), read_distinct_pairs(conn)
+        sightings, distinct = read_sighting_evidence(conn, reid=False), read_distinct_pairs(conn)
     finally:
         conn.close()
     plan = ConsolidationPlan(labels={int(i): c["target"] for c in manager.change_log for i in c["sightings"]})
@@ -190,7 +189,7 @@ def undo_at_rest(store, identity_dir: Path, change: int, identity_params: Identi
         moved = store.undo_identity_change(change)
         if moved and row is not None:
             manager.drop_logged(row["source"], row["target"])
-            sightings, plan = store.sighting_evidence(), ConsolidationPlan()
+            sightings, plan = store.sighting_evidence(reid=False), ConsolidationPlan()
             manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px),
                             distinct=_apart_after(sightings, plan, store.operator_constraints()[0]))
         return moved

@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from ..types import StoredSighting
-from .identity import IdentityParams
+from .identity import IdentityParams, clear_face, face_px
 from .tracks import TrackBook, TrackParams
 
 log = logging.getLogger(__name__)
@@ -172,8 +172,7 @@ def consolidate(sightings: Sequence[StoredSighting], params: ConsolidationParams
         t = track_of[s.sighting_id]
         track_sightings[t].append(s)
         track_obs[t].add(s.obs)
-        if s.face_embedding is not None and (s.face_box is None or min(
-                s.face_box[2] - s.face_box[0], s.face_box[3] - s.face_box[1]) >= params.min_face_px):
+        if s.face_embedding is not None and clear_face(face_px(s.face_box), params.min_face_px):
             v = np.asarray(s.face_embedding, np.float32)
             faces[t].append(v / (np.linalg.norm(v) or 1.0))
     tracks = sorted(faces)

@@ -58,7 +58,6 @@ from .tracks import Track, TrackBook, TrackParams
 
 log = logging.getLogger(__name__)
 JOURNAL = "identities.journal"
-MAX_CHANGE_LOG = 1000      # consolidation moves kept for re-sending
 SNAPSHOT = "identities.npz"
 
 
@@ -121,6 +120,17 @@ class Assignment:
     via: str                          # face | track | reid | none | suppressed
     merged: list[tuple[str, str]] = field(default_factory=list)  # (absorbed id, surviving id)
     track_id: int = 0                 # the short-term track (0: no tracking)
+
+
+def face_px(face_box) -> float:
+    """A face's size for quality gating: its box's shorter side in pixels (0: no box, size unknown)."""
+    return float(min(face_box[2] - face_box[0], face_box[3] - face_box[1])) if face_box is not None else 0.0
+
+
+def clear_face(px: float, min_face_px: float) -> bool:
+    """A face clear enough to open an identity, be an exemplar or place a consolidation track:
+    at least ``min_face_px`` on its shorter side, or of unknown size (0: an older memory)."""
+    return px <= 0 or px >= min_face_px
 
 
 def _unit(vec) -> Optional[np.ndarray]:
@@ -342,7 +352,7 @@ class IdentityManager:
             return results
 
     def _good(self, e: Evidence) -> bool:
-        return e.face is not None and (e.face_px <= 0 or e.face_px >= self.params.min_face_px)
+        return e.face is not None and clear_face(e.face_px, self.params.min_face_px)
 
     def _face_distances(self, face: np.ndarray, idents: list[str]) -> np.ndarray:
         """1 - mean of the k best cosines to each identity's exemplars (inf where it has none)."""
@@ -627,7 +637,7 @@ class IdentityManager:
             self._cannot = {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b}
             self._cannot |= {(min(a, b), max(a, b)) for a, b in distinct}
             self._reid, self._tracks.tracks = {}, []
-            self.change_log = (self.change_log + list(changes))[-MAX_CHANGE_LOG:]
+            self.change_log = self.change_log + list(changes)   # until acknowledged: never trimmed
             if self.path is not None:
                 self._save_locked()
 

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import cv2
 import numpy as np
 
-from ..people.identity import Evidence, IdentityManager, IdentityParams
+from ..people.identity import Evidence, IdentityManager, IdentityParams, face_px
 from ..types import Keyframe, Observation, PersonSighting, Pose
 from .describer import DetectorDescriber, VLMDescriber
 from .projection import person_position
@@ -36,8 +36,8 @@ class PerceptionParams:
     insightface_root: str = ""
     face_upscale: float = 2.0               # yunet_sface: a second pass at this scale finds faces of 10-20 px
                                             # (people 5-7 m away at 640x480); 1: one pass
-    face_score_threshold: float = 0.45      # yunet_sface: YuNet's face score to keep a face; lower finds the
-                                            # dim and backlit faces (tuned on world seeds 0-4)
+    face_score_threshold: float = 0.6       # yunet_sface: YuNet's score to keep a face ...
+    face_small_score_threshold: float = 0.45  # ... and a face under 40 px: dim, far faces (tuned on seeds 0-4)
     face_min_px: int = 8                    # smaller faces (shorter side, pixels) are not kept; those under
                                             # identity_min_face_px only join an identity at a tight match
     reid: str = "mobilenetv2"               # mobilenetv2 (appearance features) | torchscript | none
@@ -73,17 +73,13 @@ class PerceptionParams:
                 raise ValueError(f"{key}: unknown '{getattr(self, key)}' ({' | '.join(allowed)})")
         if not 1.0 <= self.face_upscale <= 4.0:
             raise ValueError(f"face_upscale: {self.face_upscale} (1 = one pass, at most 4)")
-        if not 0.0 < self.face_score_threshold < 1.0:
-            raise ValueError(f"face_score_threshold: {self.face_score_threshold} (a YuNet score in (0, 1))")
+        if not 0.0 < self.face_small_score_threshold <= self.face_score_threshold < 1.0:
+            raise ValueError(f"face_score_threshold {self.face_score_threshold}, face_small_score_threshold "
+                             f"{self.face_small_score_threshold}: YuNet scores in (0, 1), the small faces' no higher")
         if self.face_min_px < 1:
             raise ValueError(f"face_min_px: {self.face_min_px} (pixels, >= 1)")
         if self.describer == "vlm" and not self.vlm_base_url:
             raise ValueError("describer 'vlm' needs vlm_base_url (an OpenAI-compatible endpoint serving a VLM)")
-
-
-def face_px(face_box) -> float:
-    """A face's size for quality gating: its box's shorter side in pixels (0 without a face)."""
-    return float(min(face_box[2] - face_box[0], face_box[3] - face_box[1])) if face_box is not None else 0.0
 
 
 def _inside(point: tuple[float, float], box) -> bool:
@@ -114,7 +110,8 @@ class Perception:
         self.faces = None
         if p.face_backend == "yunet_sface":
             from .faces import YuNetSFace
-            self.faces = YuNetSFace(p.face_score_threshold, min_size=p.face_min_px, upscale=p.face_upscale)
+            self.faces = YuNetSFace(p.face_score_threshold, min_size=p.face_min_px, upscale=p.face_upscale,
+                                    small_score_threshold=p.face_small_score_threshold)
         elif p.face_backend == "insightface":
             from .faces import InsightFaceBackend
             self.faces = InsightFaceBackend(p.insightface_root)

@@ -44,13 +44,14 @@ def scrub_identity(text: str, pattern: Optional[re.Pattern]) -> str:
     return pattern.sub("a person", text) if pattern is not None and text else text
 
 
-def read_sighting_evidence(conn, since: float = 0.0) -> list[StoredSighting]:
+def read_sighting_evidence(conn, since: float = 0.0, reid: bool = True) -> list[StoredSighting]:
     """``MemoryStore.sighting_evidence`` on any connection to a memory's database (perception's
-    consolidation reads it read-only beside the running memory node)."""
+    consolidation reads it read-only beside the running memory node).  ``reid`` False: without
+    the body embeddings (consolidation uses faces only; a body embedding is ~5 KB a sighting)."""
     out = []
     for r in conn.execute(
-            "SELECT id, obs, t, identity_id, x1, y1, x2, y2, face_box, face_emb, reid_emb, px, py FROM sightings "
-            "WHERE t >= ? ORDER BY t, obs, id", (since,)):
+            f"SELECT id, obs, t, identity_id, x1, y1, x2, y2, face_box, face_emb, {'reid_emb' if reid else 'NULL'}, "
+            "px, py FROM sightings WHERE t >= ? ORDER BY t, obs, id", (since,)):
         face_box = None
         if r[8]:
             try:
@@ -347,10 +348,10 @@ class IdentitiesMixin:
                                     (limit,))
         return [r[0] for r in rows]
 
-    def sighting_evidence(self, since: float = 0.0) -> list[StoredSighting]:
+    def sighting_evidence(self, since: float = 0.0, reid: bool = True) -> list[StoredSighting]:
         """Every stored sighting since ``since``, oldest first (a keyframe's together), with its
-        face and body embeddings: what consolidation re-clusters."""
-        return read_sighting_evidence(self._conn(), since)
+        face and (``reid``) body embeddings: what consolidation re-clusters."""
+        return read_sighting_evidence(self._conn(), since, reid)
 
     @query_tool("Everything stored about one identity (a subject-access export).",
                 result="identity_id, display_name, created, sightings (observation_id, time, episode, waypoint, position...), summaries")
