@@ -14,6 +14,7 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from .people.consolidation import ConsolidationParams, ConsolidationPlan, consolidate
 from .people.identity import IdentityManager, IdentityParams, clear_face, face_px
@@ -90,12 +91,13 @@ def _apart_after(sightings, plan: ConsolidationPlan, distinct: set[tuple[str, st
     return {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b} | distinct
 
 
-def consolidate_memory(store, identity_dir: Path, params: ConsolidationParams = ConsolidationParams(),
+def consolidate_memory(store, identity_dir: Path, params: Optional[ConsolidationParams] = None,
                        identity_params: IdentityParams = IdentityParams(), dry_run: bool = False,
                        lock_wait_s: float = 2.0) -> ConsolidationReport:
     """Consolidate the memory of ``store`` and the identity state in ``identity_dir`` (perception
     stopped: ``embodied-memory consolidate``, the inspector on a memory at rest).  A dry run only
     reads (perception may hold the state); applying needs the state's lock."""
+    params = params or ConsolidationParams(min_face_px=identity_params.min_face_px)
     sightings = store.sighting_evidence(reid=False)
     names = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
     constraints = store.operator_constraints()
@@ -127,13 +129,14 @@ class ChangesPending(RuntimeError):
     memory that does not show them yet."""
 
 
-def consolidate_live(db_path: Path, manager: IdentityManager, params: ConsolidationParams = ConsolidationParams(),
+def consolidate_live(db_path: Path, manager: IdentityManager, params: Optional[ConsolidationParams] = None,
                      dry_run: bool = False) -> tuple[ConsolidationReport, list[dict]]:
     """Consolidation beside a running memory (perception's, with its own identity state): the
     stored sightings are read from the memory's database read-only, split ids come from
     ``manager``, which is rebuilt at once (identities the database does not hold yet keep their
     exemplars) with the moves for the memory in its change log, in one snapshot; the moves are
     returned as change records (``change_records``: ``IdentitySplit`` messages to send)."""
+    params = params or ConsolidationParams(min_face_px=manager.params.min_face_px)   # perception's clear faces
     if manager.change_log and not dry_run:
         raise ChangesPending(f"{len(manager.change_log)} identity change(s) of an earlier pass not yet acknowledged "
                              "by the memory (is the memory node running?)")

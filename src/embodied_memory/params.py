@@ -170,7 +170,7 @@ class PerceptionNodeParams(PerceptionParams):
     max_queued_keyframes: int = 500                    # accepted, not yet perceived (more: resent later;
                                                        # a replay at 1000x real time fills it)
     max_attempts: int = 3                              # perception failures (VLM down) before a drop
-    consolidate_every_h: float = 0.0                   # re-cluster the stored face tracks this often (node clock;
+    consolidate_every_h: float = 0.0                   # re-cluster the stored face tracks this often (steady clock;
                                                        # reads data_dir/memory.sqlite3); 0: only on a
                                                        # /perception/consolidate request
     autostart: bool = False                            # configure (load the models) + activate at start-up;

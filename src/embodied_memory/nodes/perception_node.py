@@ -11,7 +11,7 @@ accepts nothing more, so the frame selector sends it again later. ``/memory/forg
 re-ID points at once.
 
 Consolidation ("sleep", ``consolidate_memory.consolidate_live``) runs on a
-``/perception/consolidate`` request and every ``consolidate_every_h`` hours of the node's clock,
+``/perception/consolidate`` request and every ``consolidate_every_h`` hours of operation (steady clock),
 in its own callback group: it reads the stored sightings from ``data_dir/memory.sqlite3``
 read-only, rebuilds the identity state (split ids from its counter) and sends each move as an
 ``IdentitySplit`` on ``/memory/identity_changes``, kept (durably, in the identity state) and sent
@@ -49,6 +49,7 @@ from .conversions import observation_to_msg, optional_pose_from_msg
 from .delivery import AckPublisher, AcknowledgedPublisher
 from .health import NodeHealth
 from .lifecycle import DRAIN_TIMEOUT_S, ManagedNode, ServingGate
+from .node_clock import steady_clock
 
 RECENT_KEYFRAMES = 2000   # keyframe ids already queued or perceived (a resent keyframe is not perceived twice)
 
@@ -127,9 +128,10 @@ class PerceptionNode(ManagedNode):
             Consolidate, CONSOLIDATE_SERVICE, self.health.guard_service(self._on_consolidate, "consolidate"),
             callback_group=self._consolidation)
         if self.params.consolidate_every_h > 0:
-            self._consolidate_timer = self.create_timer(self.params.consolidate_every_h * 3600.0,
-                                                        self.health.guard(self._on_timer, "consolidation"),
-                                                        callback_group=self._consolidation)
+            self._consolidate_timer = self.create_timer(   # hours of operation (steady): a replay's sim clock
+                self.params.consolidate_every_h * 3600.0,      # may stop or leap
+                self.health.guard(self._on_timer, "consolidation"), callback_group=self._consolidation,
+                clock=steady_clock())
 
     def _stop_serving(self) -> None:
         """Takes no keyframes any more (the frame selector keeps them); the worker finishes the
