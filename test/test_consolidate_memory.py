@@ -86,7 +86,7 @@ def test_a_split_relabels_the_store_and_keeps_the_name(tmp_path):
     manager.close()
     # nothing more to do the second time
     again = consolidate_memory(store, data / "identities")
-    assert not again.applied and again.relabelled == 0
+    assert not again.applied and again.relabelled == 0 and again.summary().endswith("(nothing to change)")
     # undo moves Ben's sightings back
     assert store.undo_identity_change(change["change"]) == 4
     assert {r[1] for r in by_observation(store)} == {"person_0001", "person_0002"}
@@ -228,6 +228,7 @@ def test_sightings_without_an_identity_are_assigned_and_the_assignment_undone(tm
     report = consolidate_memory(store, data / "identities")
     assert report.applied and store._conn().execute("SELECT identity_id FROM sightings WHERE id=?",
                                                     (nobody,)).fetchone()[0] == "person_0001"
+    assert "\n  assign 1 sighting of (no identity) -> person_0001" in report.summary()   # every move listed
     assign = next(c for c in store.identity_changes() if c["kind"] == "assign")
     assert (assign["source"], assign["target"], assign["sightings"]) == ("", "person_0001", 1)
     assert store.undo_identity_change(assign["change"]) == 1
@@ -340,4 +341,18 @@ def test_a_forget_while_a_pass_is_pending_leaves_no_face_under_the_moves_targets
     assert live.assign(face(1)).identity_id not in {split["target"], "person_0001"}
     assert [c["change_id"] for c in live.change_log] == [split["change_id"]]    # still sent (the memory rejects it)
     live.close()
+    store.close()
+
+
+def test_undoing_a_merge_the_operator_made_by_naming_gives_back_the_earlier_name(tmp_path):
+    """person_0002 was named 'frank'; the operator renames it 'ann', the name of person_0001, and
+    confirms the merge; undoing that merge leaves person_0002 'frank' again, not a second 'ann'."""
+    data = tmp_path / "mem"
+    store = memory(data, name_first="ann")
+    store.name_identity("person_0002", "frank")
+    assert store.name_identity("person_0002", "ann") == "person_0001"
+    merge = next(c for c in store.identity_changes() if c["kind"] == "merge")
+    store.undo_identity_change(merge["change"])
+    names = {p["person"]: p.get("name", "") for p in store.people()}
+    assert names == {"person_0001": "ann", "person_0002": "frank"}
     store.close()

@@ -32,15 +32,18 @@ class ConsolidationReport:
     splits: list[tuple[str, str, int]] = field(default_factory=list)   # (source, new id, sightings)
     split_sightings: list[list[int]] = field(default_factory=list)     # each split's sighting ids
     relabelled: int = 0
+    moves: list["Move"] = field(default_factory=list)   # every store change, as the journal will show it
+    dry_run: bool = False
     applied: bool = False
 
     def summary(self) -> str:
-        moves = [f"merge {a} -> {b}" for a, b in self.merges] + \
-                [f"split {n} sightings of {s} -> {t}" for s, t, n in self.splits]
+        """One line of counts, then every move the store makes (or would make, on a dry run)."""
+        lines = [f"{kind} {len(ids)} sighting{'s' if len(ids) != 1 else ''} of "
+                 f"{source or '(no identity)'} -> {target}" for kind, source, target, ids in self.moves]
+        state = " (dry run: nothing changed)" if self.dry_run else "" if self.applied else " (nothing to change)"
         return (f"{self.sightings} sightings, {self.tracks} face tracks: {len(self.merges)} merges, "
                 f"{len(self.splits)} splits, {self.relabelled} sightings given another identity (or one, where "
-                "they had none)"
-                f"{'' if self.applied else ' (dry run: nothing changed)'}" + "".join(f"\n  {m}" for m in moves))
+                f"they had none){state}" + "".join(f"\n  {m}" for m in lines))
 
 
 def moves_of(plan: ConsolidationPlan, current: dict[int, str]) -> list[tuple[str, str, str, list[int]]]:
@@ -68,7 +71,9 @@ def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued:
                        distinct=distinct, pinned=pinned)
     report = ConsolidationReport(sightings=len(sightings), tracks=plan.tracks, merges=list(plan.merges),
                                  splits=[(s.source, s.identity_id, len(s.sightings)) for s in plan.splits],
-                                 split_sightings=[list(s.sightings) for s in plan.splits], relabelled=len(plan.labels))
+                                 split_sightings=[list(s.sightings) for s in plan.splits], relabelled=len(plan.labels),
+                                 moves=moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}),
+                                 dry_run=new_id is None)
     return report, plan
 
 
@@ -114,7 +119,7 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
                              None if dry_run else manager.issue_id, constraints)
         if dry_run or plan.empty:
             return report
-        store.relabel_sightings(moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}))
+        store.relabel_sightings(report.moves)
         manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px),
                         distinct=_apart_after(sightings, plan, constraints[0]))
         report.applied = True
@@ -152,7 +157,7 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Optional[C
                          None if dry_run else manager.issue_id, constraints)
     if dry_run or plan.empty:
         return report, []
-    changes = change_records(moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}))
+    changes = change_records(report.moves)
     stored = {s.identity_id for s in sightings}
     manager.rebuild(_faces_after(sightings, plan, manager.params.min_face_px),
                     keep=lambda ident: ident not in stored, changes=changes,

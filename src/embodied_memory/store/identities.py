@@ -141,11 +141,14 @@ class IdentitiesMixin:
             same = conn.execute("SELECT identity_id FROM identities WHERE lower(display_name)=lower(?) AND "
                                 "display_name != '' AND identity_id != ? ORDER BY identity_id LIMIT 1",
                                 (display_name, identity_id)).fetchone()
-            conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
+            if same is None:
+                conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
             self._journal_change(conn, "reviewed", identity_id, identity_id, [])   # the operator looked at it
-        if same is not None:
+        if same is not None:    # merged under the names they had (an undo gives each its own back), then named
             survivor, absorbed = sorted((same[0], identity_id))
             self.merge_identities(absorbed, survivor, reviewed=True)
+            with self._transaction() as conn:
+                conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, survivor))
             return survivor
         return identity_id
 
@@ -308,7 +311,7 @@ class IdentitiesMixin:
             if row is None:
                 raise StoreError(f"no identity change {change}")
             if row["kind"] not in UNDOABLE_CHANGES:
-                raise StoreError(f"identity change {change} is a {row['kind']}: only "
+                raise StoreError(f"identity change {change} is {row['kind']!r}: only "
                                  f"{', '.join(UNDOABLE_CHANGES)} are undone")
             if row["undone"] is not None:
                 return 0
