@@ -250,9 +250,12 @@ def test_the_command_proposes_applies_lists_and_undoes(tmp_path):
     assert code == 0 and "1 splits" in out and "dry run: nothing changed" in out
     code, out = cli()
     assert code == 0 and "split 4 sightings of person_0001 -> person_0003" in out
+    before = (data / "memory.sqlite3").stat().st_mtime_ns
     code, out = cli("--journal")
     split = next(line for line in out.splitlines() if " split " in line)
-    assert code == 0 and "4 sightings person_0001 -> person_0003" in split
+    assert code == 0 and "4 sightings of person_0001 (ann) -> person_0003" in split
+    assert "person_0001 (ann) named or merged by the operator" in out
+    assert (data / "memory.sqlite3").stat().st_mtime_ns == before     # listing writes nothing
     code, out = cli("--undo", split.split()[0])
     assert code == 0 and "4 sightings moved back" in out
     code, out = cli("--undo", "999")

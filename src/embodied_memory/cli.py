@@ -371,15 +371,23 @@ def cmd_consolidate(args) -> int:
     if not (data_dir / "memory.sqlite3").exists():
         print(f"no memory in {data_dir} (the memory node's data_dir)", file=sys.stderr)
         return 2
+    if args.journal:        # read-only: listing never migrates or writes the memory
+        from .inspector.reader import MemoryReader
+        reader = MemoryReader(data_dir)
+        names = reader.display_names()
+
+        def who(ident: str) -> str:
+            return f"{ident} ({names[ident]})" if ident in names else ident or "(no identity)"
+        for c in reversed(reader.identity_changes(limit=args.journal)):
+            if c["kind"] == "reviewed":
+                what = f"{who(c['source'])} named or merged by the operator"
+            else:
+                what = f"{c['sightings']} sightings of {who(c['source'])} -> {who(c['target'])}"
+            print(f"{c['change']:>5}  {c['time']}  {c['kind']:<8} {what}{'  (undone)' if c['undone'] else ''}")
+        return 0
     from .store.memory_store import stored_dimensions
     store = open_store(StoreParams(data_dir=str(data_dir), **stored_dimensions(data_dir)))
     try:
-        if args.journal:
-            for c in reversed(store.identity_changes(limit=args.journal)):
-                moved = f"{c['sightings']} sightings " if c["kind"] not in ("reviewed",) else ""
-                print(f"{c['change']:>5}  {c['time']}  {c['kind']:<8} {moved}{c['source'] or '(no identity)'} -> "
-                      f"{c['target'] or '(no identity)'}{'  (undone)' if c['undone'] else ''}")
-            return 0
         if args.undo:
             moved = undo_at_rest(store, data_dir / "identities", args.undo)
             print(f"change {args.undo} undone: {moved} sightings moved back" if moved else

@@ -197,6 +197,10 @@ class MemoryReader:
                  "undone": self._fmt(r["undone"]) if r["undone"] is not None else ""}
                 for r in self._rows("SELECT * FROM identity_changes ORDER BY id DESC LIMIT ?", (limit,))]
 
+    def display_names(self) -> dict[str, str]:
+        """Identity id -> the operator's name, named identities only."""
+        return {r[0]: r[1] for r in self._rows("SELECT identity_id, display_name FROM identities WHERE display_name != ''")}
+
     def unidentified_sightings(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM sightings WHERE COALESCE(identity_id, '') = ''").fetchone()[0]
 
