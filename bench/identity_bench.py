@@ -26,6 +26,7 @@ from pathlib import Path
 
 from embodied_memory.evaluation.identity_metrics import identity_quality
 from embodied_memory.params import StoreParams
+from embodied_memory.people.consolidation import ConsolidationParams
 from embodied_memory.people.identity import Evidence, IdentityManager, IdentityParams
 from embodied_memory.people.identity import face_px
 from embodied_memory.cache import cache_dir
@@ -59,7 +60,8 @@ def _row(label: str, m: dict) -> str:
     return f"| {label} | {cells} | {', '.join(m.get('never_identified', [])) or '-'} |"
 
 
-def bench_memory(memory: Path, params: IdentityParams, consolidate: bool) -> list[str]:
+def bench_memory(memory: Path, params: IdentityParams, consolidate: bool,
+                 consolidation: ConsolidationParams = ConsolidationParams()) -> list[str]:
     marker = json.loads((memory / "eval_memory.json").read_text())
     truth = GroundTruth.load(cache_dir() / marker["episode"] / "ground_truth.json")
     store = open_store(StoreParams(data_dir=str(memory)))
@@ -81,10 +83,10 @@ def bench_memory(memory: Path, params: IdentityParams, consolidate: bool) -> lis
     lines.append(f"| ms per sighting (online): median {statistics.median(ms):.2f}, p95 "
                  f"{sorted(ms)[int(0.95 * (len(ms) - 1))]:.2f}, {len(ms)} sightings | | | | | | | |")
     if consolidate:
-        from embodied_memory.people.consolidation import ConsolidationParams, consolidate as run
+        from embodied_memory.people.consolidation import consolidate as run
         relabelled = [replace(s, identity_id=labels[s.sighting_id]) for s in sightings]
         start = time.perf_counter()
-        plan = run(relabelled, ConsolidationParams(), set())
+        plan = run(relabelled, consolidation, set())
         seconds = time.perf_counter() - start
         after = identity_quality([(plan.labels.get(s.sighting_id, s.identity_id), s.t, s.box) for s in relabelled
                                   if plan.labels.get(s.sighting_id, s.identity_id)], truth, keyframe_times=times)
@@ -175,6 +177,8 @@ def main(argv=None) -> int:
                         help="also cluster the simulator's stock portraits, two photos of each")
     parser.add_argument("--variant", default="psfr")
     parser.add_argument("--no-consolidate", action="store_true")
+    parser.add_argument("--consolidation-eps", type=float, default=ConsolidationParams.eps,
+                        help=f"ConsolidationParams.eps (default {ConsolidationParams.eps})")
     for f in fields(IdentityParams):
         if f.type in ("float", "int") or isinstance(f.default, (int, float)):
             parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
@@ -201,7 +205,8 @@ def main(argv=None) -> int:
         for memory in memories:
             if not (memory / "eval_memory.json").exists():
                 continue
-            for line in bench_memory(memory, params, not args.no_consolidate):
+            for line in bench_memory(memory, params, not args.no_consolidate,
+                                     ConsolidationParams(eps=args.consolidation_eps, min_face_px=params.min_face_px)):
                 print(line, flush=True)
     return 0
 
