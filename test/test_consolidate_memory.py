@@ -228,7 +228,7 @@ def test_sightings_without_an_identity_are_assigned_and_the_assignment_undone(tm
     report = consolidate_memory(store, data / "identities")
     assert report.applied and store._conn().execute("SELECT identity_id FROM sightings WHERE id=?",
                                                     (nobody,)).fetchone()[0] == "person_0001"
-    assert "\n  assign 1 sighting of (no identity) -> person_0001" in report.summary()   # every move listed
+    assert "] assign 1 sighting of (no identity) -> person_0001" in report.summary()   # every move listed
     assign = next(c for c in store.identity_changes() if c["kind"] == "assign")
     assert (assign["source"], assign["target"], assign["sightings"]) == ("", "person_0001", 1)
     assert store.undo_identity_change(assign["change"]) == 1
@@ -247,7 +247,9 @@ def test_the_command_proposes_applies_lists_and_undoes(tmp_path):
     data = tmp_path / "mem"
     memory(data).close()
     code, out = cli("--dry-run")
-    assert code == 0 and "1 splits" in out and "dry run: nothing changed" in out
+    assert code == 0 and "1 splits" in out and "dry run: nothing changed" in out and "--only 1,3" in out
+    code, out = cli("--only", "9")
+    assert code == 2 and "no move 9" in out
     code, out = cli()
     assert code == 0 and "split 4 sightings of person_0001 -> person_0003" in out
     before = (data / "memory.sqlite3").stat().st_mtime_ns
@@ -358,4 +360,23 @@ def test_undoing_a_merge_the_operator_made_by_naming_gives_back_the_earlier_name
     store.undo_identity_change(merge["change"])
     names = {p["person"]: p.get("name", "") for p in store.people()}
     assert names == {"person_0001": "ann", "person_0002": "frank"}
+    store.close()
+
+
+def test_the_operator_applies_only_the_moves_they_accept(tmp_path):
+    """Ben's split (move 1) and an assignment (move 2) proposed; the operator accepts only the
+    assignment: Ben stays under Ann's id, the unassigned face goes to Ann, one journal entry."""
+    data = tmp_path / "mem"
+    store = memory(data)
+    store.insert([Observation("o20", T0 + 5000, "day1", Pose(0, 0, 0, 0), waypoint_id="lab", people=[PersonSighting(
+        (0, 0, 40, 120), "", 0.9, 0.8, face_box=(0, 0, 30, 30), face_embedding=face(0), position=(0.0, 0.0, 0.0))])])
+    proposal = consolidate_memory(store, data / "identities", dry_run=True)
+    assert [(k, s, t, len(ids)) for k, s, t, ids in proposal.moves] == [
+        ("split", "person_0001", "person_0003", 4), ("assign", "", "person_0001", 1)]
+    with pytest.raises(ValueError, match="no move 3"):
+        consolidate_memory(store, data / "identities", only={3})
+    report = consolidate_memory(store, data / "identities", only={2})
+    assert report.applied and report.splits == [] and report.relabelled == 1
+    assert {r[1] for r in by_observation(store)} == {"person_0001", "person_0002"}
+    assert [c["kind"] for c in store.identity_changes() if c["kind"] != "reviewed"] == ["assign"]
     store.close()

@@ -393,18 +393,29 @@ def cmd_consolidate(args) -> int:
             print(f"change {args.undo} undone: {moved} sightings moved back" if moved else
                   f"change {args.undo} was undone before")
             return 0
+        only = None
+        if args.only:
+            try:
+                only = {int(v) for v in args.only.split(",") if v.strip()}
+            except ValueError:
+                print(f"--only {args.only!r}: move numbers as the dry run lists them, e.g. 1,3", file=sys.stderr)
+                return 2
         report = consolidate_memory(store, data_dir / "identities", ConsolidationParams(eps=args.eps),
-                                    dry_run=args.dry_run)
+                                    dry_run=args.dry_run, only=only)
     except IdentityStateBusy as exc:
         print(f"{exc}: stop perception first (on a running stack: the /perception/consolidate service)",
               file=sys.stderr)
         return 2
-    except StoreError as exc:
+    except (StoreError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     finally:
         store.close()
     print(report.summary())
+    if report.dry_run and report.moves:
+        print("apply all: run again without --dry-run; only some: --only 1,3 (the numbers above). A split may "
+              "part one person seen in different light or clothes: look at the crops first (inspector, Identity "
+              "changes, Propose)")
     return 0
 
 
@@ -556,6 +567,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--journal", type=int, nargs="?", const=50, default=0, metavar="N",
                    help="print the newest N identity changes (merges, splits, assignments, undos, reviews; "
                         "default 50) and exit")
+    p.add_argument("--only", default="", metavar="N,N",
+                   help="apply only these moves, numbered as --dry-run lists them (reject the rest)")
     p.add_argument("--undo", type=int, default=0, metavar="CHANGE",
                    help="move a journalled merge, split or assignment back (perception's state follows) and exit")
     p = add("name", cmd_name, "give a pseudonymous identity a display name (operator)")

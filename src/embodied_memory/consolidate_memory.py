@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -38,8 +38,8 @@ class ConsolidationReport:
 
     def summary(self) -> str:
         """One line of counts, then every move the store makes (or would make, on a dry run)."""
-        lines = [f"{kind} {len(ids)} sighting{'s' if len(ids) != 1 else ''} of "
-                 f"{source or '(no identity)'} -> {target}" for kind, source, target, ids in self.moves]
+        lines = [f"[{i}] {kind} {len(ids)} sighting{'s' if len(ids) != 1 else ''} of "
+                 f"{source or '(no identity)'} -> {target}" for i, (kind, source, target, ids) in enumerate(self.moves, 1)]
         state = " (dry run: nothing changed)" if self.dry_run else "" if self.applied else " (nothing to change)"
         return (f"{self.sightings} sightings, {self.tracks} face tracks: {len(self.merges)} merges, "
                 f"{len(self.splits)} splits, {self.relabelled} sightings given another identity (or one, where "
@@ -65,7 +65,8 @@ Move = tuple[str, str, str, list[int]]      # (kind, source, target, sighting id
 
 def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued: int, id_prefix: str,
           new_id, constraints: tuple[set[tuple[str, str]], set[int]]) -> tuple[ConsolidationReport, ConsolidationPlan]:
-    """``constraints``: the operator's undos (``MemoryStore.operator_constraints``)."""
+    """``constraints``: the operator's undos (``MemoryStore.operator_constraints``); ``new_id``:
+    issues a split's id (None: a dry run's, after ``issued``)."""
     distinct, pinned = constraints
     plan = consolidate(sightings, params, names=names, new_id=new_id, taken_ids={f"{id_prefix}{issued:04d}"},
                        distinct=distinct, pinned=pinned)
@@ -75,6 +76,24 @@ def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued:
                                  moves=moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}),
                                  dry_run=new_id is None)
     return report, plan
+
+
+def _selected(report: ConsolidationReport, plan: ConsolidationPlan,
+              only: set[int]) -> tuple[ConsolidationReport, ConsolidationPlan]:
+    """The report and plan cut down to the moves numbered ``only`` (1-based, as listed)."""
+    unknown = sorted(i for i in only if not 1 <= i <= len(report.moves))
+    if unknown:
+        raise ValueError(f"no move {', '.join(map(str, unknown))}: this pass has {len(report.moves)} "
+                         "(run --dry-run to list them)")
+    moves = [m for i, m in enumerate(report.moves, 1) if i in only]
+    pairs = {(kind, source, target) for kind, source, target, _ in moves}
+    kept = ConsolidationPlan(labels={sid: target for _, _, target, ids in moves for sid in ids}, tracks=plan.tracks,
+                             merges=[m for m in plan.merges if ("merge", *m) in pairs],
+                             splits=[sp for sp in plan.splits if ("split", sp.source, sp.identity_id) in pairs])
+    return replace(report, moves=moves, merges=list(kept.merges),
+                   splits=[(sp.source, sp.identity_id, len(sp.sightings)) for sp in kept.splits],
+                   split_sightings=[list(sp.sightings) for sp in kept.splits],
+                   relabelled=len(kept.labels)), kept
 
 
 def _faces_after(sightings, plan: ConsolidationPlan, min_face_px: float) -> list[tuple[str, int, object]]:
@@ -98,10 +117,11 @@ def _apart_after(sightings, plan: ConsolidationPlan, distinct: set[tuple[str, st
 
 def consolidate_memory(store, identity_dir: Path, params: Optional[ConsolidationParams] = None,
                        identity_params: IdentityParams = IdentityParams(), dry_run: bool = False,
-                       lock_wait_s: float = 2.0) -> ConsolidationReport:
+                       lock_wait_s: float = 2.0, only: Optional[set[int]] = None) -> ConsolidationReport:
     """Consolidate the memory of ``store`` and the identity state in ``identity_dir`` (perception
     stopped: ``embodied-memory consolidate``, the inspector on a memory at rest).  A dry run only
-    reads (perception may hold the state); applying needs the state's lock."""
+    reads (perception may hold the state); applying needs the state's lock.  ``only``: apply just
+    these moves (numbered from 1 as the summary lists them; the operator rejects the others)."""
     params = params or ConsolidationParams(min_face_px=identity_params.min_face_px)
     sightings = store.sighting_evidence(reid=False)
     names = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
@@ -109,16 +129,20 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
     manager = None
     if dry_run:
         snapshot = IdentityManager.read_snapshot(identity_dir)
-        issued = int(snapshot[0]["next"]) - 1 if snapshot else 0
+        issued = max(int(snapshot[0]["next"]) - 1 if snapshot else 0, store.highest_identity(identity_params.id_prefix))
     else:
         manager = IdentityManager(identity_params, identity_dir, lock_wait_s=lock_wait_s)
         manager.issue_past(store.highest_identity(identity_params.id_prefix))
         issued = manager.issued
     try:
-        report, plan = _plan(sightings, names, params, issued, identity_params.id_prefix,
-                             None if dry_run else manager.issue_id, constraints)
+        report, plan = _plan(sightings, names, params, issued, identity_params.id_prefix, None, constraints)
+        report.dry_run = dry_run
+        if only is not None:
+            report, plan = _selected(report, plan, only)
         if dry_run or plan.empty:
             return report
+        # the ids the dry run showed, taken now (perception is stopped: nothing else issues ids)
+        manager.issue_past(max((int(sp.identity_id[len(identity_params.id_prefix):]) for sp in plan.splits), default=0))
         store.relabel_sightings(report.moves)
         manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px),
                         distinct=_apart_after(sightings, plan, constraints[0]))
