@@ -380,3 +380,21 @@ def test_the_operator_applies_only_the_moves_they_accept(tmp_path):
     assert {r[1] for r in by_observation(store)} == {"person_0001", "person_0002"}
     assert [c["kind"] for c in store.identity_changes() if c["kind"] != "reviewed"] == ["assign"]
     store.close()
+
+
+def test_undoing_a_split_undoes_the_whole_new_identity(tmp_path):
+    """The pass builds Ben's new id from four of Ann's sightings and one face stored without an
+    identity (two journal rows); undoing the split takes both back: no stray identity is left."""
+    data = tmp_path / "mem"
+    store = memory(data)
+    store.insert([Observation("o20", T0 + 5000, "day1", Pose(0, 0, 0, 0), waypoint_id="lab", people=[PersonSighting(
+        (0, 0, 40, 120), "", 0.9, 0.8, face_box=(0, 0, 30, 30), face_embedding=face(1), position=(0.0, 0.0, 0.0))])])
+    report = consolidate_memory(store, data / "identities")
+    assert [(k, s, t, len(ids)) for k, s, t, ids in report.moves] == [
+        ("split", "person_0001", "person_0003", 4), ("split", "", "person_0003", 1)]
+    split = next(c for c in store.identity_changes() if c["kind"] == "split" and c["source"] == "person_0001")
+    assert store.undo_identity_change(split["change"]) == 5
+    assert {p["person"] for p in store.people()} == {"person_0001", "person_0002"}
+    assert store._conn().execute("SELECT COUNT(*) FROM sightings WHERE identity_id IS NULL").fetchone()[0] == 1
+    assert all(c["undone"] for c in store.identity_changes() if c["kind"] == "split")
+    store.close()

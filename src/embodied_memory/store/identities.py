@@ -305,7 +305,9 @@ class IdentitiesMixin:
                 for r in self._conn().execute("SELECT * FROM identity_changes ORDER BY id DESC LIMIT ?", (limit,))]
 
     def undo_identity_change(self, change: int) -> int:
-        """Move a journalled change's sightings back (an operator disagrees); returns how many."""
+        """Move a journalled change's sightings back (an operator disagrees); returns how many.
+        Undoing a split undoes the other moves that built its new identity too (the unassigned
+        faces a pass gave it), so no stray identity is left."""
         with self._transaction() as conn:      # all of it or nothing
             row = conn.execute("SELECT * FROM identity_changes WHERE id=?", (change,)).fetchone()
             if row is None:
@@ -315,24 +317,35 @@ class IdentitiesMixin:
                                  f"{', '.join(UNDOABLE_CHANGES)} are undone")
             if row["undone"] is not None:
                 return 0
-            if row["source"]:      # an assignment's source is "no identity"
-                conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (row["source"],))
-                conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, '', ?)",
-                             (row["source"], time.time()))
-            conn.execute("UPDATE identity_changes SET undone=? WHERE id=?", (time.time(), change))
-            _, moved = self._relabel(conn, [("undo", row["target"], row["source"], json.loads(row["sightings"]))])
-            if not moved:
-                raise StoreError(f"identity change {change}: none of its sightings is still with {row['target']} "
-                                 "(moved on or forgotten since): nothing to undo")
-            if row["prior"] and row["source"]:    # each side's own name back, the aliases back to the source
-                prior = json.loads(row["prior"])
-                own = prior["names"].get(row["source"], "")
-                conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (own, row["source"]))
-                if own:     # the target took the source's name only if it had none (a later naming stays)
-                    conn.execute("UPDATE identities SET display_name=? WHERE identity_id=? AND display_name=?",
-                                 (prior["names"].get(row["target"], ""), row["target"], own))
-                for alias in prior["aliases"]:
-                    conn.execute("UPDATE identity_aliases SET identity_id=? WHERE alias_id=?", (row["source"], alias))
+            moved = 0
+            if row["kind"] == "split":
+                for other in conn.execute("SELECT * FROM identity_changes WHERE target=? AND id!=? AND undone IS NULL "
+                                          "AND kind IN ('split', 'assign') ORDER BY id DESC",
+                                          (row["target"], change)).fetchall():
+                    moved += self._undo(conn, other, required=False)
+            return moved + self._undo(conn, row, required=True)
+
+    def _undo(self, conn, row, required: bool) -> int:
+        """``undo_identity_change`` of one journal row inside the caller's transaction."""
+        change = row["id"]
+        if row["source"]:      # an assignment's source is "no identity"
+            conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (row["source"],))
+            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, '', ?)",
+                         (row["source"], time.time()))
+        conn.execute("UPDATE identity_changes SET undone=? WHERE id=?", (time.time(), change))
+        _, moved = self._relabel(conn, [("undo", row["target"], row["source"], json.loads(row["sightings"]))])
+        if not moved and required:
+            raise StoreError(f"identity change {change}: none of its sightings is still with {row['target']} "
+                             "(moved on or forgotten since): nothing to undo")
+        if row["prior"] and row["source"]:    # each side's own name back, the aliases back to the source
+            prior = json.loads(row["prior"])
+            own = prior["names"].get(row["source"], "")
+            conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (own, row["source"]))
+            if own:     # the target took the source's name only if it had none (a later naming stays)
+                conn.execute("UPDATE identities SET display_name=? WHERE identity_id=? AND display_name=?",
+                             (prior["names"].get(row["target"], ""), row["target"], own))
+            for alias in prior["aliases"]:
+                conn.execute("UPDATE identity_aliases SET identity_id=? WHERE alias_id=?", (row["source"], alias))
         return moved
 
     def operator_constraints(self) -> tuple[set[tuple[str, str]], set[int]]:
