@@ -60,6 +60,15 @@ def _row(label: str, m: dict) -> str:
     return f"| {label} | {cells} | {', '.join(m.get('never_identified', [])) or '-'} |"
 
 
+def identified_share(sightings, labels: dict[int, str], truth: GroundTruth) -> float:
+    """Of the sightings that show a person (per the simulator: measurement only), the share
+    given an identity: what a question about that person can find."""
+    from embodied_memory.sim.naming import frames_by_time, who_is_at
+    by_time = frames_by_time(truth)
+    shown = [s for s in sightings if (f := by_time.get(s.t)) is not None and who_is_at(f, s.box) is not None]
+    return round(sum(1 for s in shown if labels.get(s.sighting_id)) / len(shown), 3) if shown else 0.0
+
+
 def bench_memory(memory: Path, params: IdentityParams, consolidate: bool,
                  consolidation: ConsolidationParams = ConsolidationParams()) -> list[str]:
     marker = json.loads((memory / "eval_memory.json").read_text())
@@ -78,6 +87,8 @@ def bench_memory(memory: Path, params: IdentityParams, consolidate: bool,
     online = identity_quality([(labels[s.sighting_id], s.t, s.box) for s in sightings if labels[s.sighting_id]],
                               truth, keyframe_times=times)
     lines.append(_row(f"{memory.parent.name} online", online))
+    lines.append(f"| identified: stored {identified_share(sightings, {s.sighting_id: s.identity_id for s in sightings}, truth)}"
+                 f", online {identified_share(sightings, labels, truth)} of the sightings showing a person | | | | | | | |")
     for day, m in online["per_day"].items():
         lines.append(_row(f"  day {day}", m))
     lines.append(f"| ms per sighting (online): median {statistics.median(ms):.2f}, p95 "
