@@ -10,6 +10,7 @@ directory (its identity state is locked while it runs).
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import sqlite3
 from dataclasses import dataclass, field, replace
@@ -66,15 +67,17 @@ Move = tuple[str, str, str, list[int]]      # (kind, source, target, sighting id
 def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued: int, id_prefix: str,
           new_id, constraints: tuple[set[tuple[str, str]], set[int]]) -> tuple[ConsolidationReport, ConsolidationPlan]:
     """``constraints``: the operator's undos (``MemoryStore.operator_constraints``); ``new_id``:
-    issues a split's id (None: a dry run's, after ``issued``)."""
+    issues a split's id (None: the ids after ``issued``, taken by the caller if it applies them)."""
     distinct, pinned = constraints
+    if new_id is None:
+        numbers = itertools.count(issued + 1)
+        new_id = lambda: f"{id_prefix}{next(numbers):04d}"    # noqa: E731
     plan = consolidate(sightings, params, names=names, new_id=new_id, taken_ids={f"{id_prefix}{issued:04d}"},
                        distinct=distinct, pinned=pinned)
     report = ConsolidationReport(sightings=len(sightings), tracks=plan.tracks, merges=list(plan.merges),
                                  splits=[(s.source, s.identity_id, len(s.sightings)) for s in plan.splits],
                                  split_sightings=[list(s.sightings) for s in plan.splits], relabelled=len(plan.labels),
-                                 moves=moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}),
-                                 dry_run=new_id is None)
+                                 moves=moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}))
     return report, plan
 
 
@@ -179,6 +182,7 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Optional[C
         conn.close()
     report, plan = _plan(sightings, names, params, manager.issued, manager.params.id_prefix,
                          None if dry_run else manager.issue_id, constraints)
+    report.dry_run = dry_run
     if dry_run or plan.empty:
         return report, []
     changes = change_records(report.moves)
