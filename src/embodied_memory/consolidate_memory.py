@@ -99,23 +99,22 @@ def _selected(report: ConsolidationReport, plan: ConsolidationPlan,
                    relabelled=len(kept.labels)), kept
 
 
-def _faces_after(sightings, plan: ConsolidationPlan, min_face_px: float) -> list[tuple[str, int, object]]:
-    """The exemplars the identity state keeps once the plan is applied: every clear stored face
-    under its new identity."""
-    after = {s.sighting_id: plan.labels.get(s.sighting_id, s.identity_id) for s in sightings}
-    return [(after[s.sighting_id], s.obs, s.face_embedding) for s in sightings
-            if s.face_embedding is not None and after[s.sighting_id] and clear_face(face_px(s.face_box), min_face_px)]
-
-
-def _apart_after(sightings, plan: ConsolidationPlan, distinct: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    """The identity pairs that are two people once the plan is applied: seen in one keyframe by
-    any sighting (faceless ones too), or kept apart by an operator's undo (``distinct``)."""
-    by_obs: dict[int, set[str]] = {}
+def _rebuild_after(manager: IdentityManager, sightings, plan: ConsolidationPlan, distinct: set[tuple[str, str]],
+                   keep=None, changes: list[dict] = ()) -> None:
+    """Rebuild ``manager`` as the memory will be once the plan is applied: every clear stored face
+    an exemplar of its new identity; two people wherever sightings share a keyframe (faceless
+    ones too) or an operator's undo kept them apart (``distinct``)."""
+    min_px = manager.params.min_face_px
+    faces, by_obs = [], {}
     for s in sightings:
         ident = plan.labels.get(s.sighting_id, s.identity_id)
-        if ident:
-            by_obs.setdefault(s.obs, set()).add(ident)
-    return {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b} | distinct
+        if not ident:
+            continue
+        by_obs.setdefault(s.obs, set()).add(ident)
+        if s.face_embedding is not None and clear_face(face_px(s.face_box), min_px):
+            faces.append((ident, s.face_embedding))
+    apart = {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b} | distinct
+    manager.rebuild(faces, apart, keep=keep, changes=changes)
 
 
 def consolidate_memory(store, identity_dir: Path, params: Optional[ConsolidationParams] = None,
@@ -127,7 +126,7 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
     these moves (numbered from 1 as the summary lists them; the operator rejects the others)."""
     params = params or ConsolidationParams(min_face_px=identity_params.min_face_px)
     sightings = store.sighting_evidence(reid=False)
-    names = {p["person"]: p["name"].lower() for p in store.people() if p.get("name")}
+    names = store.display_names()
     constraints = store.operator_constraints()
     manager = None
     if dry_run:
@@ -147,8 +146,7 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
         # the ids the dry run showed, taken now (perception is stopped: nothing else issues ids)
         manager.issue_past(max((int(sp.identity_id[len(identity_params.id_prefix):]) for sp in plan.splits), default=0))
         store.relabel_sightings(report.moves)
-        manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px),
-                        distinct=_apart_after(sightings, plan, constraints[0]))
+        _rebuild_after(manager, sightings, plan, constraints[0])
         report.applied = True
         return report
     finally:
@@ -187,9 +185,7 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Optional[C
         return report, []
     changes = change_records(report.moves)
     stored = {s.identity_id for s in sightings}
-    manager.rebuild(_faces_after(sightings, plan, manager.params.min_face_px),
-                    keep=lambda ident: ident not in stored, changes=changes,
-                    distinct=_apart_after(sightings, plan, constraints[0]))
+    _rebuild_after(manager, sightings, plan, constraints[0], keep=lambda ident: ident not in stored, changes=changes)
     report.applied = True
     return report, changes
 
@@ -209,8 +205,7 @@ def refresh_live(db_path: Path, manager: IdentityManager) -> bool:
         conn.close()
     plan = ConsolidationPlan(labels={int(i): c["target"] for c in manager.change_log for i in c["sightings"]})
     rebuilt = {s.identity_id for s in sightings} | set(plan.labels.values())   # a move's target: from the moves
-    manager.rebuild(_faces_after(sightings, plan, manager.params.min_face_px),
-                    keep=lambda ident: ident not in rebuilt, distinct=_apart_after(sightings, plan, distinct))
+    _rebuild_after(manager, sightings, plan, distinct, keep=lambda ident: ident not in rebuilt)
     return True
 
 
@@ -225,9 +220,8 @@ def undo_at_rest(store, identity_dir: Path, change: int, identity_params: Identi
         moved = store.undo_identity_change(change)
         if moved and row is not None:
             manager.drop_logged(row["source"], row["target"])
-            sightings, plan = store.sighting_evidence(reid=False), ConsolidationPlan()
-            manager.rebuild(_faces_after(sightings, plan, identity_params.min_face_px),
-                            distinct=_apart_after(sightings, plan, store.operator_constraints()[0]))
+            _rebuild_after(manager, store.sighting_evidence(reid=False), ConsolidationPlan(),
+                           store.operator_constraints()[0])
         return moved
     finally:
         manager.close()

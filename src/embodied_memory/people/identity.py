@@ -609,33 +609,30 @@ class IdentityManager:
         """The number of the last id issued (ids are never reused)."""
         return self._next - 1
 
-    def rebuild(self, faces: list[tuple[str, int, np.ndarray]], keep=None, changes: list[dict] = (), distinct: Iterable[tuple[str, str]] = ()) -> None:
-        """Replace the exemplars with ``faces`` ((identity, observation, clear face embedding),
-        oldest first: the memory after consolidation) and the cannot-links with the pairs seen in
-        one observation and the ``distinct`` pairs (two people: seen together by any sighting,
-        or kept apart by an operator's undo); re-ID banks and tracks start again, suppressed
-        faces and the id counter stay, ``changes`` (the moves the memory is to apply) join the
-        change log, in the same snapshot (consolidation's merges travel as those moves, never as
-        whole-identity merges).  ``keep(identity)`` true: that identity's current
-        exemplars stay too (one the memory did not hold yet).  Durable at once."""
+    def rebuild(self, faces: list[tuple[str, np.ndarray]], apart: Iterable[tuple[str, str]] = (), keep=None,
+                changes: list[dict] = ()) -> None:
+        """Replace the exemplars with ``faces`` ((identity, clear face embedding), oldest first:
+        the memory after consolidation) and the cannot-links with ``apart`` (identity pairs that
+        are two people: seen in one keyframe, or kept apart by an operator's undo); re-ID banks
+        and tracks start again, suppressed faces and the id counter stay, ``changes`` (the moves
+        the memory is to apply) join the change log, in the same snapshot (consolidation's merges
+        travel as those moves, never as whole-identity merges).  ``keep(identity)`` true: that
+        identity's current exemplars stay too (one the memory did not hold yet).  Durable at once."""
         with self._lock:
             mine: dict[str, list[np.ndarray]] = {}
             for row, label in zip(self._faces, self._labels):
                 ident = self._clusters[int(label)]
                 if keep is not None and keep(ident):
                     mine.setdefault(ident, []).append(row)
-            by_obs: dict[int, set[str]] = {}
-            for ident, obs, face in faces:
+            for ident, face in faces:
                 mine.setdefault(ident, []).append(_unit(face))
-                by_obs.setdefault(obs, set()).add(ident)
             self._clusters = dict(enumerate(sorted(mine)))
             rows = [(c, v) for c, ident in self._clusters.items() for v in mine[ident][-self.params.max_exemplars:]]
             rows = rows[-self.params.max_face_points:]
             self._faces = np.stack([v for _, v in rows]) if rows else np.zeros((0, 0), np.float32)
             self._labels = np.asarray([c for c, _ in rows], dtype=np.int64)
             self._recount()
-            self._cannot = {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b}
-            self._cannot |= {(min(a, b), max(a, b)) for a, b in distinct}
+            self._cannot = {(min(a, b), max(a, b)) for a, b in apart}
             self._reid, self._tracks.tracks = {}, []
             self.change_log = self.change_log + list(changes)   # until acknowledged: never trimmed
             if self.path is not None:

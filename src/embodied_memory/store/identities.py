@@ -354,6 +354,10 @@ class IdentitiesMixin:
         conn = self._conn()
         return read_distinct_pairs(conn), read_pinned_sightings(conn)
 
+    def display_names(self) -> dict[str, str]:
+        """``read_display_names``: identity id -> its operator-given name (lower case)."""
+        return read_display_names(self._conn())
+
     def highest_identity(self, prefix: str) -> int:
         """``read_highest_identity``: new ids go above it."""
         return read_highest_identity(self._conn(), prefix)
