@@ -45,11 +45,27 @@ def test_the_operator_looks_at_three_crops_and_names_by_majority():
     memory = FakeMemory(identities)
     report = label_identities(memory.query, memory.name, truth)
     assert memory.named == {"person_0001": "Alice", "person_0002": "Bob", "person_0003": "Bob"}
-    assert report.reviewed == 4 and report.images_looked_at == 3 + 3 + 2 + 1 and "person_0004" not in report.named
+    # person_0001's three best crops disagree: the operator looks at all seven
+    assert report.reviewed == 4 and report.images_looked_at == 7 + 3 + 2 + 1 and "person_0004" not in report.named
     # an operator who skips small identities never looks at the fragment
     memory = FakeMemory(identities)
     report = label_identities(memory.query, memory.name, truth, min_sightings=5)
     assert memory.named == {"person_0001": "Alice", "person_0002": "Bob"} and report.reviewed == 2
+
+
+def test_where_the_best_crops_disagree_the_operator_looks_at_more_before_naming():
+    truth = GroundTruth(config={}, frames=[frame(T0 + 60 * k, "alice") for k in range(10)]
+                        + [frame(T0 + 1000 + 60 * k, "bob") for k in range(10)])
+    # Alice's identity with two of Bob's crops among its three best: nine crops show 7 Alice, 2 Bob
+    mixed = [sighting(T0 + 1000, confidence=0.99), sighting(T0 + 1060, confidence=0.99)] + \
+        [sighting(T0 + 60 * k) for k in range(10)]
+    memory = FakeMemory({"person_0001": mixed})
+    report = label_identities(memory.query, memory.name, truth)
+    assert memory.named == {"person_0001": "Alice"} and report.images_looked_at == 9
+    # three of Bob's and two of Alice's, the best three mixed: the operator looks at all five, names Bob
+    memory = FakeMemory({"person_0001": mixed[:3] + [sighting(T0 + 1120), mixed[3]]})
+    report = label_identities(memory.query, memory.name, truth)
+    assert memory.named == {"person_0001": "Bob"} and report.images_looked_at == 5
 
 
 def test_best_crops_prefer_faces_confidence_and_different_moments():

@@ -26,7 +26,7 @@ from typing import Optional
 
 from ..ingest.selection import SelectionParams
 from ..sim import scoring
-from ..sim.naming import MAX_IMAGES as OPERATOR_IMAGES, MIN_SIGHTINGS as OPERATOR_MIN_SIGHTINGS, NamingReport
+from ..sim.naming import MAX_IMAGES as OPERATOR_IMAGES, MIN_SIGHTINGS as OPERATOR_MIN_SIGHTINGS, MIXED_LOOK, NamingReport
 from .llm_match import JUDGE_CORRECT_MARK, JudgeError, llm_match, llm_match_accuracy
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ MEMORY_VARIANTS = {
     "psfr_gt_people": {"selection": "psfr", "people": False, "gt_people": True},
 }
 ANSWER_FIELDS = ("type", "binary", "position", "time_iso", "duration_minutes", "persons", "waypoint", "error")
-OPERATOR = {"max_images": OPERATOR_IMAGES, "min_sightings": OPERATOR_MIN_SIGHTINGS}   # what the operator step does
+OPERATOR = {"max_images": OPERATOR_IMAGES, "min_sightings": OPERATOR_MIN_SIGHTINGS, "mixed_look": MIXED_LOOK}   # what the operator step does
 MEMORY_MARKER = "eval_memory.json"     # written into a variant's memory once it is ingested and named
 SELECTION = SelectionParams()          # the default selection (T = 10 s, K = 6); variants set the policy
 ERROR_GROUPS = {"position": scoring.POSITION_TYPES, "time": scoring.TIME_TYPES, "duration": ("duration",)}
@@ -312,7 +312,7 @@ class Memory:
 
 
 def _name(query, namer, truth, naming: str, work_dir: Path):
-    """Operator: staff and visitors (a visitor's host knows them) from at most 3 crops each.
+    """Operator: staff and visitors (a visitor's host knows them) from their 3 best crops (9 where those disagree).
     Enrolment: staff only (visitors have no enrolled photo), one photo each: the held-out photo
     where people wear labelled photos (``faces_dir``), else the stock portrait mirrored and
     relit (no second photo of a stock portrait exists; the billboard shows the original)."""

@@ -4,7 +4,8 @@ built, from what they can see, as they would at the robot.
 - ``label_identities`` (the default operator): the operator reviews the identities with at
   least ``min_sightings`` sightings (default: every identity listed), looks at each one's ``max_images`` best stored crops (face
   embedded, most confident detection, largest box, from different moments) and names the
-  identity after the person most of those images show. What an image "shows" is read from the
+  identity after the person most of those images show; where they show different people, the
+  operator looks at ``MIXED_LOOK`` times as many before deciding. What an image "shows" is read from the
   simulator at that one image (the person at that image column, when the view is unambiguous),
   standing in for the operator's eyes; nothing else from the ground truth reaches the memory.
   Identities whose images show no one unambiguously stay unnamed; two identities given one name are merged
@@ -31,6 +32,7 @@ Query = Callable[[str, dict], Any]
 Namer = Callable[[str, str], Any]
 SFACE_MATCH = 0.363            # SFace cosine threshold (OpenCV's recommended value)
 MAX_IMAGES = 3                 # crops the operator looks at per identity
+MIXED_LOOK = 3                 # where those show different people, this many times as many
 MIN_SIGHTINGS = 1              # the operator reviews every identity the memory lists
 
 
@@ -121,7 +123,9 @@ def label_identities(query: Query, name: Namer, truth: GroundTruth, max_images: 
             continue
         report.reviewed += 1
         votes: Counter = Counter()
-        for s in best_sightings(sightings, max_images):
+        for looked, s in enumerate(best_sightings(sightings, MIXED_LOOK * max_images)):
+            if looked == max_images and len(votes) <= 1:
+                break                                # the first images agree: no need to look further
             report.images_looked_at += 1
             frame = by_time.get(s["t"])
             who = who_is_at(frame, s["box"]) if frame else None
