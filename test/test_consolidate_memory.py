@@ -103,6 +103,25 @@ def test_a_dry_run_changes_nothing(tmp_path):
     store.close()
 
 
+def test_people_seen_together_stay_two_people_in_the_rebuilt_identity_state(tmp_path):
+    data = tmp_path / "mem"
+    store = memory(data)
+    # Ann beside someone whose face the camera never saw (a faceless sighting: no exemplar of them)
+    store.insert([Observation("o10", T0 + 1500, "day1", Pose(0, 0, 0, 0), waypoint_id="lab", people=[
+        PersonSighting((0, 0, 40, 120), "person_0001", 0.9, 0.8, face_box=(0, 0, 30, 30), face_embedding=face(0)),
+        PersonSighting((50, 0, 90, 120), "person_0009", 0.9, 0.8)])])
+    report = consolidate_memory(store, data / "identities")
+    assert report.applied and len(report.splits) == 1
+    store.close()
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    try:
+        assert manager.cannot_link("person_0001", "person_0002")     # o2: both with faces
+        assert manager.cannot_link("person_0001", "person_0009")     # o10: one of them faceless
+        assert not manager.cannot_link("person_0002", "person_0009")
+    finally:
+        manager.close()
+
+
 def test_a_split_survives_kill_9_and_a_restart(tmp_path):
     data = tmp_path / "mem"
     memory(data).close()

@@ -1,5 +1,5 @@
-"""The operator step (sim/naming.py) sees at most 3 stored crops per identity and names it by
-what they show; a crop that shows no one unambiguously names nobody; nothing else reaches the memory. Also the
+"""The operator step (sim/naming.py) sees the 3 best stored crops of an identity (up to 9 where
+those show different people) and names it by what most of them show; a crop that shows no one unambiguously names nobody; nothing else reaches the memory. Also the
 identity metrics (evaluation/identity_metrics.py) on a hand-built memory."""
 from embodied_memory.evaluation.identity_metrics import identity_metrics
 from embodied_memory.sim.episode import GroundTruth
@@ -32,7 +32,7 @@ class FakeMemory:
         self.named[identity] = display
 
 
-def test_the_operator_looks_at_three_crops_and_names_by_majority():
+def test_the_operator_names_by_what_most_of_the_best_crops_show():
     truth = GroundTruth(config={}, frames=[frame(T0 + 60 * k, "alice") for k in range(10)]
                         + [frame(T0 + 1000 + 60 * k, "bob") for k in range(10)])
     identities = {

@@ -114,7 +114,7 @@ def _rebuild_after(manager: IdentityManager, sightings, plan: ConsolidationPlan,
         if s.face_embedding is not None and clear_face(face_px(s.face_box), min_px):
             faces.append((ident, s.face_embedding))
     apart = {(a, b) for idents in by_obs.values() for a in idents for b in idents if a < b} | distinct
-    manager.rebuild(faces, apart, keep=keep, changes=changes)
+    manager.rebuild(faces, apart=apart, keep=keep, changes=changes)
 
 
 def consolidate_memory(store, identity_dir: Path, params: Optional[ConsolidationParams] = None,

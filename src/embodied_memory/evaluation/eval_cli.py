@@ -30,7 +30,8 @@ def add_eval_arguments(p) -> None:
                         "their scores are development scores); all ask the same facts, side by side they "
                         "measure robustness to wording")
     p.add_argument("--naming", default="operator", choices=["operator", "enrolment"],
-                   help="operator: a person names identities from at most 3 stored crops each; enrolment: one "
+                   help="operator: a person names identities from their 3 best stored crops (up to 9 where those "
+                        "show different people); enrolment: one "
                         "labelled photo per person matched by the face backend")
     p.add_argument("--planners", default="rules,text_top_k,full_context",
                    help="comma-separated: rules, text_top_k (ReMEmbR-style), full_context, llm; with --llm-base-url "

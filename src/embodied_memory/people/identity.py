@@ -609,7 +609,7 @@ class IdentityManager:
         """The number of the last id issued (ids are never reused)."""
         return self._next - 1
 
-    def rebuild(self, faces: list[tuple[str, np.ndarray]], apart: Iterable[tuple[str, str]] = (), keep=None,
+    def rebuild(self, faces: list[tuple[str, np.ndarray]], *, apart: Iterable[tuple[str, str]], keep=None,
                 changes: list[dict] = ()) -> None:
         """Replace the exemplars with ``faces`` ((identity, clear face embedding), oldest first:
         the memory after consolidation) and the cannot-links with ``apart`` (identity pairs that
