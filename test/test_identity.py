@@ -93,6 +93,20 @@ def test_two_identities_of_one_person_merge_by_average_linkage():
     assert manager.identities == sorted(first)
 
 
+def test_every_tracked_sighting_carries_its_track_identified_or_not():
+    """A person walking up: two keyframes with no face (no identity), then a clear face; all three
+    carry one track (the memory gives the face's identity to the first two), a second person
+    standing elsewhere another."""
+    from embodied_memory.people.identity import Evidence
+    manager = IdentityManager(IdentityParams(min_samples=1))
+    far = [manager.assign_frame(t, [Evidence(position=(5.0 - t / 4, 0.0), box=(0, 0, 10, 30)),
+                                    Evidence(position=(0.0, 8.0), box=(50, 0, 60, 30))]) for t in (0.0, 2.0)]
+    near = manager.assign_frame(4.0, [Evidence(at(0), face_px=40.0, position=(4.0, 0.0), box=(0, 0, 40, 120))])[0]
+    assert [r.identity_id for frame in far for r in frame] == ["", "", "", ""] and near.identity_id
+    walker, stander = {frame[0].track_id for frame in far}, {frame[1].track_id for frame in far}
+    assert walker == {near.track_id} and len(stander) == 1 and 0 not in walker | stander and walker != stander
+
+
 def test_two_faces_in_one_keyframe_are_never_one_identity():
     """Cannot-link: the people of one keyframe get distinct identities even when one of them is
     nearest to the other's identity, and two identities once seen together never merge."""

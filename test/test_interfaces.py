@@ -42,11 +42,12 @@ def test_where_a_person_stood_survives_the_observation_message():
 
     obs = Observation("o1", 1_773_050_000.0, "ep", Pose(1.0, 2.0, 0.0, 0.5, "map"),
                       people=[PersonSighting((1, 2, 30, 80), "person_0001", 0.9, position=(1.5, -2.0, 0.9)),
-                              PersonSighting((40, 2, 60, 80), "", 0.4)])
+                              PersonSighting((40, 2, 60, 80), "", 0.4, track_id=2 ** 40 + 7)])
     msg = observation_to_msg(obs)
     assert msg.header.frame_id == "map" and [s.has_position for s in msg.people] == [True, False]
     back = observation_from_msg(msg)
     assert back.people[0].position == pytest.approx((1.5, -2.0, 0.9)) and back.people[1].position is None
+    assert [s.track_id for s in back.people] == [0, 2 ** 40 + 7]
     msg.people[0].position.x = float("nan")          # a broken sender: the sighting stays, without a position
     assert observation_from_msg(msg).people[0].position is None
 

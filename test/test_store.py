@@ -405,3 +405,37 @@ def test_row_ids_are_not_reused_after_the_newest_rows_are_forgotten(tmp_path):
         assert [h["id"] for h in hits] == ["o9"]
     finally:
         store.close()
+
+
+def test_an_identified_sighting_names_its_tracks_earlier_unidentified_ones(store):
+    """Perception's short-term track: a person first seen far or from behind (no identity), then
+    recognised by face, is one person in the memory from the start of the track; never in a
+    keyframe that shows that identity already, never farther back than TRACK_FILL_S, never
+    another track's sightings; not an identity change an operator reviews."""
+    from embodied_memory.store.identities import TRACK_FILL_S
+    from embodied_memory.types import Observation, PersonSighting, Pose
+    t = T0 + 40 * HOUR
+
+    def seen(name, dt, *people):
+        store.insert([Observation(name, t + dt, "day3", Pose(0.0, 0.0, 0.0, 0.0), description="lab",
+                                  waypoint_id="lab", people=list(people))])
+
+    seen("too_old", -TRACK_FILL_S - 30, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=5))
+    seen("far", -20, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=5),
+         PersonSighting((20, 0, 30, 20), "", 0.0, 0.8, track_id=6))
+    seen("both", -10, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=5),
+         PersonSighting((20, 0, 30, 20), "grace", 0.9, 0.8, track_id=6))
+    assert [r["id"] for r in store.person_observations("grace")] == ["both", "far"]     # track 6 filled
+    seen("face", 0, PersonSighting((0, 0, 10, 20), "frank", 0.9, 0.8, track_id=5))
+    assert sorted(r["id"] for r in store.person_observations("frank")) == ["both", "face", "far"]
+    assert store.get_observation("far")["persons"] == ["frank", "grace"]
+    # a keyframe that shows Frank already keeps its unknown person unknown
+    seen("crowd", 10, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=8),
+         PersonSighting((20, 0, 30, 20), "frank", 0.9, 0.8, track_id=9))
+    seen("later", 20, PersonSighting((0, 0, 10, 20), "frank", 0.9, 0.8, track_id=8))
+    rows = store._conn().execute("SELECT o.observation_id, s.identity_id, s.track FROM sightings s JOIN observations o "
+                                 "ON o.id = s.obs WHERE o.observation_id IN ('too_old', 'far', 'crowd') "
+                                 "ORDER BY o.t, s.id").fetchall()
+    assert [tuple(r) for r in rows] == [("too_old", None, 5), ("far", "frank", 5), ("far", "grace", 6),
+                                        ("crowd", None, 8), ("crowd", "frank", 9)]
+    assert store.identity_changes() == []

@@ -26,7 +26,7 @@ def observation_to_dict(obs: Observation) -> dict[str, Any]:
                     "face_box": list(s.face_box) if s.face_box else None,
                     "face_embedding": _vec(s.face_embedding), "reid_embedding": _vec(s.reid_embedding),
                     "activity": s.activity, "clothing": s.clothing, "crop_path": s.crop_path,
-                    "position": list(s.position) if s.position is not None else None}
+                    "position": list(s.position) if s.position is not None else None, "track_id": s.track_id}
                    for s in obs.people],
     }
 
@@ -55,7 +55,7 @@ def observation_from_dict(data: dict[str, Any]) -> Observation:
                                    tuple(s["face_box"]) if s.get("face_box") else None,
                                    as_vector(s.get("face_embedding")), as_vector(s.get("reid_embedding")),
                                    s.get("activity", ""), s.get("clothing", ""), s.get("crop_path", ""),
-                                   finite_point(s.get("position") or ()))
+                                   finite_point(s.get("position") or ()), int(s.get("track_id") or 0))
                     for s in data.get("people", [])],
         )
     except KeyError as exc:

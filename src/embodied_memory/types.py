@@ -71,6 +71,7 @@ class PersonSighting:
     clothing: str = ""
     crop_path: str = ""
     position: Optional[tuple[float, float, float]] = None   # where they stood (x, y, floor z) in the pose's frame
+    track_id: int = 0                    # perception's short-term track across keyframes (0: none)
 
 
 @dataclass

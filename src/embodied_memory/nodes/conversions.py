@@ -71,7 +71,7 @@ def observation_from_msg(msg: ObservationMsg) -> Observation:
                                _box(s.face_box) if s.has_face else None, as_vector(s.face_embedding),
                                as_vector(s.reid_embedding), s.activity, s.clothing,
                                position=finite_point((s.position.x, s.position.y, s.position.z))
-                               if s.has_position else None)
+                               if s.has_position else None, track_id=int(s.track_id))
                 for s in msg.people],
     )
 
@@ -103,7 +103,8 @@ def observation_to_msg(obs: Observation) -> ObservationMsg:
         sm = PersonSightingMsg(identity_id=s.identity_id, identity_confidence=float(s.identity_confidence),
                                detection_score=float(s.detection_score), box=[float(v) for v in s.box],
                                has_face=s.face_box is not None, face_embedding=_floats(s.face_embedding),
-                               reid_embedding=_floats(s.reid_embedding), activity=s.activity, clothing=s.clothing)
+                               reid_embedding=_floats(s.reid_embedding), activity=s.activity, clothing=s.clothing,
+                               track_id=int(s.track_id))
         if s.face_box is not None:
             sm.face_box = [float(v) for v in s.face_box]
         if s.position is not None:

@@ -45,6 +45,7 @@ import fcntl
 import json
 import logging
 import os
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -159,7 +160,9 @@ class IdentityManager:
         self._reid: dict[str, list[tuple[Optional[float], np.ndarray]]] = {}   # identity -> recent (t, re-ID)
         self._suppressed = np.zeros((0, 0), dtype=np.float32)  # faces of forgotten people (no id)
         self._cannot: set[tuple[str, str]] = set()            # identity pairs seen in one keyframe
-        self._tracks = TrackBook(tracks)
+        # track numbers reach the memory (sightings.track): a fresh state starts at a random base, so
+        # a lost state or another perception node never continues tracks the memory holds
+        self._tracks = TrackBook(tracks, first_id=1 + (secrets.randbits(30) << 20))
         self._next = 1
         self._journal = None
         self._seq = 0                                         # journal entries applied
@@ -217,7 +220,7 @@ class IdentityManager:
         for d in meta.get("tracks", []):
             self._tracks.tracks.append(Track(d["id"], d["t"], tuple(d["p"]) if d.get("p") else None,
                                              tuple(d["b"]), d.get("identity", ""), d.get("n", 0)))
-        self._tracks._next = int(meta.get("next_track", 1))
+        self._tracks._next = int(meta.get("next_track", self._tracks._next))
         if "suppressed" in data:
             self._suppressed = data["suppressed"].astype(np.float32)
         self.merge_log = [tuple(m) for m in meta.get("merges", [])]
@@ -443,6 +446,9 @@ class IdentityManager:
         # bookkeeping: exemplars, re-ID banks, tracks, cannot-links, merges
         for i in live:
             r, e = results[i], sightings[i]
+            track = tracks.get(i)
+            if track is not None:
+                r.track_id = track.track_id
             if not r.identity_id:
                 continue
             if self._good(e) and r.via in ("face", "track"):
@@ -451,10 +457,8 @@ class IdentityManager:
                 bank = self._reid.setdefault(r.identity_id, [])
                 bank.append((t, e.reid))
                 del bank[:-p.reid_memory]
-            track = tracks.get(i)
             if track is not None:
                 track.identity_id = r.identity_id
-                r.track_id = track.track_id
         present = sorted({r.identity_id for r in results if r is not None and r.identity_id})
         for x in range(len(present)):
             for y in range(x + 1, len(present)):

@@ -53,11 +53,11 @@ def iou(a: Sequence[float], b: Sequence[float]) -> float:
 class TrackBook:
     """The live tracks; ``associate`` maps one keyframe's sightings onto them."""
 
-    def __init__(self, params: TrackParams = TrackParams()):
+    def __init__(self, params: TrackParams = TrackParams(), first_id: int = 1):
         params.validate()
         self.params = params
         self.tracks: list[Track] = []
-        self._next = 1
+        self._next = first_id
 
     def _cost(self, track: Track, t: float, position, box) -> Optional[float]:
         p, dt = self.params, t - track.t

@@ -191,7 +191,7 @@ class Perception:
             if result.via == "suppressed":   # a forgotten person (forgotten_person: drop): not recorded
                 self.suppressed_sightings += 1
                 continue
-            s.identity_id, s.identity_confidence = result.identity_id, result.confidence
+            s.identity_id, s.identity_confidence, s.track_id = result.identity_id, result.confidence, result.track_id
             self.merges.extend(result.merged)
             recorded.append(s)
         return recorded

@@ -28,6 +28,7 @@ from .tool_registry import query_tool
 
 log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
 UNDOABLE_CHANGES = ("merge", "split", "assign")   # assign: sightings without an identity given one
+TRACK_FILL_S = 600.0   # an identified sighting names its track's unidentified sightings this far back
 
 
 def _name_pattern(words: Iterable[str]) -> Optional[re.Pattern]:
@@ -264,6 +265,26 @@ class IdentitiesMixin:
             journal.append(self._journal_change(conn, kind, source, target, moved, prior))
             log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
         return journal, total
+
+    @staticmethod
+    def _fill_track(conn, track: int, identity_id: str, t: float) -> int:
+        """Give ``identity_id`` to the sightings of perception's short-term ``track`` in the
+        ``TRACK_FILL_S`` before ``t`` that have no identity (a person seen far or from behind
+        before their face was recognised: one track's sightings are one person), except in a
+        keyframe that shows ``identity_id`` already (two people).  Perception's assignment, as
+        a track's later sightings take its identity online: not journalled.  Returns the count."""
+        rows = conn.execute("SELECT s.id, s.obs FROM sightings s WHERE s.track=? AND s.t >= ? AND s.t <= ? AND "
+                            "s.identity_id IS NULL AND NOT EXISTS (SELECT 1 FROM sightings o WHERE o.obs=s.obs "
+                            "AND o.identity_id=?)", (track, t - TRACK_FILL_S, t, identity_id)).fetchall()
+        for sid, obs in rows:
+            conn.execute("UPDATE sightings SET identity_id=? WHERE id=?", (identity_id, sid))
+            people = [r[0] for r in conn.execute("SELECT identity_id FROM sightings WHERE obs=? ORDER BY id", (obs,))
+                      if r[0]]
+            conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(dict.fromkeys(people)), obs))
+        if rows:
+            conn.execute("DELETE FROM summaries WHERE identity_id=?", (identity_id,))
+            log.debug("track %d: %d earlier sightings -> %s", track, len(rows), identity_id)
+        return len(rows)
 
     @staticmethod
     def _journal_change(conn, kind: str, source: str, target: str, sightings: Sequence[int],

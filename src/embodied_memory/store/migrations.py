@@ -31,6 +31,9 @@ MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
     5: ("an identity change keeps the names and aliases it changed (prior), so that undoing a merge gives "
         "each person their own name back",
         ("ALTER TABLE identity_changes ADD COLUMN prior TEXT",)),
+    6: ("sightings record perception's short-term track (track), so that an identified sighting gives its "
+        "identity to the track's earlier unidentified ones",
+        ("ALTER TABLE sightings ADD COLUMN track INTEGER",)),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -226,6 +226,8 @@ class RecordsMixin:
                        (f"people[{i}].reid_embedding", s.reid_embedding, p.reid_dim)]
             if s.identity_id and not (isinstance(s.identity_id, str) and _ID_RE.match(s.identity_id)):
                 reject("bad_id", f"people[{i}].identity_id {s.identity_id!r} is not a valid id")
+            if not (isinstance(s.track_id, int) and 0 <= s.track_id < 2 ** 63):
+                reject("bad_id", f"people[{i}].track_id {s.track_id!r} is not a track number (0: none)")
             boxes.append((f"people[{i}].box", s.box, 4))
             if s.face_box is not None:
                 boxes.append((f"people[{i}].face_box", s.face_box, 4))
@@ -487,11 +489,15 @@ class RecordsMixin:
             place = _nearest_waypoint(position, centres) if position is not None else None
             conn.execute(
                 "INSERT INTO sightings(obs, identity_id, t, confidence, detection_score, x1, y1, x2, "
-                "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path, px, py, pz, waypoint_id) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "y2, face_box, face_emb, reid_emb, activity, clothing, crop_path, px, py, pz, waypoint_id, track) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (row_id, s.identity_id or None, obs.stamp, s.identity_confidence, s.detection_score,
                  *s.box, json.dumps(list(s.face_box)) if s.face_box else None,
                  _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
                  s.crop_path, *(position if position is not None else (None, None, None)),
-                 place if place and place != obs.waypoint_id else None))   # NULL: the observation's place
+                 place if place and place != obs.waypoint_id else None,   # NULL: the observation's place
+                 s.track_id or None))
+        for s in obs.people:
+            if s.identity_id and s.track_id:
+                self._fill_track(conn, s.track_id, s.identity_id, obs.stamp)
         return row_id, text_vec, image_vec

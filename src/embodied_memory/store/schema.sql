@@ -23,11 +23,12 @@ CREATE TABLE IF NOT EXISTS sightings(
   id INTEGER PRIMARY KEY, obs INTEGER NOT NULL, identity_id TEXT, t REAL NOT NULL,
   confidence REAL, detection_score REAL, x1 REAL, y1 REAL, x2 REAL, y2 REAL,
   face_box TEXT, face_emb BLOB, reid_emb BLOB, activity TEXT, clothing TEXT, crop_path TEXT,
-  px REAL, py REAL, pz REAL, waypoint_id TEXT);
+  px REAL, py REAL, pz REAL, waypoint_id TEXT, track INTEGER);
 CREATE INDEX IF NOT EXISTS sightings_identity ON sightings(identity_id, t);
 CREATE INDEX IF NOT EXISTS sightings_identity_obs ON sightings(identity_id, obs);   -- a person filter reads only the index
 CREATE INDEX IF NOT EXISTS sightings_t ON sightings(t);
 CREATE INDEX IF NOT EXISTS sightings_obs ON sightings(obs);
+CREATE INDEX IF NOT EXISTS sightings_track ON sightings(track, t) WHERE track IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sightings_place ON sightings(waypoint_id, t);
 CREATE TABLE IF NOT EXISTS identities(
   identity_id TEXT PRIMARY KEY, display_name TEXT NOT NULL DEFAULT '', created REAL NOT NULL);
