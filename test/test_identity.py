@@ -107,6 +107,19 @@ def test_every_tracked_sighting_carries_its_track_identified_or_not():
     assert walker == {near.track_id} and len(stander) == 1 and 0 not in walker | stander and walker != stander
 
 
+def test_whoever_stood_beside_a_track_before_it_was_identified_is_someone_else():
+    """The memory gives a track's identity to its earlier unidentified sightings, so the people
+    beside those become cannot-links of that identity: never merged with it later."""
+    from embodied_memory.people.identity import Evidence
+    manager = IdentityManager(IdentityParams(min_samples=1))
+    first = manager.assign_frame(0.0, [Evidence(position=(5.0, 0.0), box=(0, 0, 10, 30)),
+                                       Evidence(at(90), face_px=40.0, position=(0.0, 8.0), box=(50, 0, 90, 120))])
+    gus = first[1].identity_id
+    hal = manager.assign_frame(2.0, [Evidence(at(0), face_px=40.0, position=(4.6, 0.0), box=(0, 0, 40, 120))])[0]
+    assert first[0].identity_id == "" and gus and hal.identity_id not in ("", gus)
+    assert hal.track_id == first[0].track_id and manager.cannot_link(gus, hal.identity_id)
+
+
 def test_two_faces_in_one_keyframe_are_never_one_identity():
     """Cannot-link: the people of one keyframe get distinct identities even when one of them is
     nearest to the other's identity, and two identities once seen together never merge."""

@@ -438,4 +438,21 @@ def test_an_identified_sighting_names_its_tracks_earlier_unidentified_ones(store
                                  "ORDER BY o.t, s.id").fetchall()
     assert [tuple(r) for r in rows] == [("too_old", None, 5), ("far", "frank", 5), ("far", "grace", 6),
                                         ("crowd", None, 8), ("crowd", "frank", 9)]
-    assert store.identity_changes() == []
+    # each fill is a journalled change an operator can undo; an undone one is never filled again
+    fills = [c for c in store.identity_changes() if c["kind"] == "track"]
+    assert [(c["target"], c["sightings"]) for c in fills] == [("frank", 2), ("grace", 1)]    # newest first
+    store.undo_identity_change(fills[0]["change"])          # the two of track 5 before the face
+    assert sorted(r["id"] for r in store.person_observations("frank")) == ["crowd", "face", "later"]
+    seen("again", 30, PersonSighting((0, 0, 10, 20), "frank", 0.9, 0.8, track_id=5))
+    assert sorted(r["id"] for r in store.person_observations("frank")) == ["again", "crowd", "face", "later"]
+    # another episode's track 8 (a restarted tracker numbering from 1 again) is someone else
+    store.insert([Observation("next_run", t + 40, "day3b", Pose(0.0, 0.0, 0.0, 0.0), description="lab",
+                              waypoint_id="lab", people=[PersonSighting((0, 0, 10, 20), "hugo", 0.9, 0.8, track_id=8)])])
+    assert [r["id"] for r in store.person_observations("hugo")] == ["next_run"]
+    # a sender's "untracked" (-1) keeps the sighting, without a track
+    seen("untracked", 50, PersonSighting((0, 0, 10, 20), "ivy", 0.9, 0.8, track_id=-1))
+    assert [r["id"] for r in store.person_observations("ivy")] == ["untracked"]
+    # forgetting Frank takes his tracks' numbers off the sightings left unidentified
+    store.forget_identity("frank")
+    assert store._conn().execute("SELECT COUNT(*) FROM sightings WHERE track IN (5, 9) OR "
+                                 "(track = 8 AND identity_id IS NULL)").fetchone()[0] == 0

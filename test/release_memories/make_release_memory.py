@@ -34,7 +34,7 @@ def main() -> int:
     stood_elsewhere = obs(6, T0 + 27 * HOUR, "carol at the printer seen from the corridor", 10, 0, "corridor",
                           episode="day2", image=unit(7))
     stood_elsewhere.people = [PersonSighting((0, 0, 10, 20), "carol", 0.9, 0.8, face_embedding=unit(9, 8),
-                                             position=(14.0, 3.0, 0.0))]
+                                             position=(14.0, 3.0, 0.0), track_id=3 << 20)]
     store.insert(records + [stood_elsewhere])
     store.name_identity("alice", "Alice")
     store.add_rule(SemanticRule("r1", "if_then", "kitchen", "the kitchen door is closed", "try the corridor door",

@@ -30,6 +30,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from ..agent.query_agent import PLANNERS
+from ..store.identities import UNDOABLE_CHANGES
 from .audit import AuditLog
 from .backends import Backend, BackendError
 from .map_view import MapView, person_colour
@@ -272,7 +273,7 @@ def create_app(config: InspectorConfig, backend: Backend) -> FastAPI:
             except BackendError as exc:
                 unavailable = str(exc)
         return page(request, "identity_changes.html", changes=reader.identity_changes(), proposal=proposal,
-                    unavailable=unavailable, message=message)
+                    unavailable=unavailable, message=message, undoable=UNDOABLE_CHANGES)
 
     @app.post("/identity-changes/{change}/undo")
     def undo_identity_change(change: int):

@@ -60,6 +60,7 @@ from .tracks import Track, TrackBook, TrackParams
 log = logging.getLogger(__name__)
 JOURNAL = "identities.journal"
 SNAPSHOT = "identities.npz"
+TRACK_BASE = 2 ** 20                 # track numbers of a fresh state: a random multiple of this (never 1, 2, ...)
 
 
 @dataclass(frozen=True)
@@ -160,9 +161,9 @@ class IdentityManager:
         self._reid: dict[str, list[tuple[Optional[float], np.ndarray]]] = {}   # identity -> recent (t, re-ID)
         self._suppressed = np.zeros((0, 0), dtype=np.float32)  # faces of forgotten people (no id)
         self._cannot: set[tuple[str, str]] = set()            # identity pairs seen in one keyframe
-        # track numbers reach the memory (sightings.track): a fresh state starts at a random base, so
-        # a lost state or another perception node never continues tracks the memory holds
-        self._tracks = TrackBook(tracks, first_id=1 + (secrets.randbits(30) << 20))
+        # track numbers reach the memory (sightings.track): a fresh state starts at a random base (saved at
+        # once), so a lost state or another perception node never continues tracks the memory holds
+        self._tracks = TrackBook(tracks, first_id=TRACK_BASE * (1 + secrets.randbits(30)))
         self._next = 1
         self._journal = None
         self._seq = 0                                         # journal entries applied
@@ -181,11 +182,12 @@ class IdentityManager:
                         raise IdentityStateBusy(f"{self.path} is used by another perception node (one identity "
                                                 "state per data_dir: give each its own data_dir)") from exc
                     time.sleep(0.2)
+            fresh = self.read_snapshot(self.path) is None
             self._load()
             replayed = self._replay_journal()
             self._journal = open(self.path / JOURNAL, "a", encoding="utf-8")
-            if replayed:   # a clean snapshot and an empty journal (a torn last line must not stay)
-                self._save_locked()
+            if replayed or fresh:   # a clean snapshot and an empty journal (a torn last line must not stay);
+                self._save_locked()  # a fresh state's track base durable before any track is published
 
     # -- persistence -----------------------------------------------------------------------
     @staticmethod
@@ -219,8 +221,10 @@ class IdentityManager:
         self._cannot = {tuple(pair) for pair in meta.get("cannot_link", [])}
         for d in meta.get("tracks", []):
             self._tracks.tracks.append(Track(d["id"], d["t"], tuple(d["p"]) if d.get("p") else None,
-                                             tuple(d["b"]), d.get("identity", ""), d.get("n", 0)))
-        self._tracks._next = int(meta.get("next_track", self._tracks._next))
+                                             tuple(d["b"]), d.get("identity", ""), d.get("n", 0),
+                                             beside=set(d.get("beside", []))))
+        if int(meta.get("next_track", 0)) >= TRACK_BASE:     # (an older state numbered from 1: a random base now)
+            self._tracks._next = int(meta["next_track"])
         if "suppressed" in data:
             self._suppressed = data["suppressed"].astype(np.float32)
         self.merge_log = [tuple(m) for m in meta.get("merges", [])]
@@ -280,7 +284,7 @@ class IdentityManager:
                 "merges": [list(m) for m in self.merge_log], "changes": self.change_log,
                 "cannot_link": sorted(list(p) for p in self._cannot),
                 "tracks": [{"id": t.track_id, "t": t.t, "p": list(t.position) if t.position else None,
-                            "b": list(t.box), "identity": t.identity_id, "n": t.sightings}
+                            "b": list(t.box), "identity": t.identity_id, "n": t.sightings, "beside": sorted(t.beside)}
                            for t in self._tracks.tracks],
                 "next_track": self._tracks._next}
         tmp = self.path / f"{SNAPSHOT}.tmp"
@@ -463,6 +467,16 @@ class IdentityManager:
         for x in range(len(present)):
             for y in range(x + 1, len(present)):
                 self._cannot.add((present[x], present[y]))
+        for i in live:      # the memory gives a track's identity to its earlier unidentified sightings
+            track, ident = tracks.get(i), results[i].identity_id
+            if track is None:
+                continue
+            if not ident:
+                track.beside.update(present)          # whoever stood beside it meanwhile is someone else
+            elif track.beside:
+                for other in track.beside - {ident}:
+                    self._cannot.add((min(ident, other), max(ident, other)))
+                track.beside = set()
         merged = self._merge_candidates({r.identity_id for r in results if r.identity_id and r.via == "face"})
         for absorbed, survivor in merged:
             for r in results:
@@ -618,7 +632,7 @@ class IdentityManager:
         """Replace the exemplars with ``faces`` ((identity, clear face embedding), oldest first:
         the memory after consolidation) and the cannot-links with ``apart`` (identity pairs that
         are two people: seen in one keyframe, or kept apart by an operator's undo); re-ID banks
-        and tracks start again, suppressed faces and the id counter stay, ``changes`` (the moves
+        start again, tracks go on without identities, suppressed faces and the id counter stay, ``changes`` (the moves
         the memory is to apply) join the change log, in the same snapshot (consolidation's merges
         travel as those moves, never as whole-identity merges).  ``keep(identity)`` true: that
         identity's current exemplars stay too (one the memory did not hold yet).  Durable at once."""
@@ -637,7 +651,9 @@ class IdentityManager:
             self._labels = np.asarray([c for c, _ in rows], dtype=np.int64)
             self._recount()
             self._cannot = {(min(a, b), max(a, b)) for a, b in apart}
-            self._reid, self._tracks.tracks = {}, []
+            self._reid = {}
+            for track in self._tracks.tracks:    # tracks go on (their numbers are in the memory), identities anew
+                track.identity_id, track.votes, track.beside = "", {}, set()
             self.change_log = self.change_log + list(changes)   # until acknowledged: never trimmed
             if self.path is not None:
                 self._save_locked()

@@ -40,6 +40,7 @@ class Track:
     identity_id: str = ""
     sightings: int = 0
     votes: dict[str, float] = field(default_factory=dict)   # identity -> face evidence
+    beside: set[str] = field(default_factory=set)   # identities seen in its keyframes while it had none
 
 
 def iou(a: Sequence[float], b: Sequence[float]) -> float:
@@ -101,9 +102,13 @@ class TrackBook:
                 track.identity_id = survivor
             if absorbed in track.votes:
                 track.votes[survivor] = track.votes.get(survivor, 0.0) + track.votes.pop(absorbed)
+            if absorbed in track.beside:
+                track.beside.discard(absorbed)
+                track.beside.add(survivor)
 
     def drop_identity(self, identity_id: str) -> None:
         for track in self.tracks:
             if track.identity_id == identity_id:
                 track.identity_id = ""
             track.votes.pop(identity_id, None)
+            track.beside.discard(identity_id)

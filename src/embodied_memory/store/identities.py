@@ -27,7 +27,8 @@ from .records import _blob, _unblob, _unit
 from .tool_registry import query_tool
 
 log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
-UNDOABLE_CHANGES = ("merge", "split", "assign")   # assign: sightings without an identity given one
+# assign: sightings without an identity given one by consolidation; track: by their track's later sighting
+UNDOABLE_CHANGES = ("merge", "split", "assign", "track")
 TRACK_FILL_S = 600.0   # an identified sighting names its track's unidentified sightings this far back
 
 
@@ -237,6 +238,8 @@ class IdentitiesMixin:
                 marks = ",".join("?" * len(part))
                 obs |= {r[0] for r in conn.execute(f"SELECT DISTINCT obs FROM sightings WHERE id IN ({marks})", part)}
                 conn.execute(f"UPDATE sightings SET identity_id=? WHERE id IN ({marks})", (target or None, *part))
+                if not target:   # back to no identity (an assignment undone): out of its track for good
+                    conn.execute(f"UPDATE sightings SET track=NULL WHERE id IN ({marks})", part)
             pattern = _name_pattern([source])
             for rid in sorted(obs):
                 people = [r[0] for r in conn.execute("SELECT identity_id FROM sightings WHERE obs=? ORDER BY id",
@@ -266,24 +269,19 @@ class IdentitiesMixin:
             log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
         return journal, total
 
-    @staticmethod
-    def _fill_track(conn, track: int, identity_id: str, t: float) -> int:
-        """Give ``identity_id`` to the sightings of perception's short-term ``track`` in the
-        ``TRACK_FILL_S`` before ``t`` that have no identity (a person seen far or from behind
-        before their face was recognised: one track's sightings are one person), except in a
-        keyframe that shows ``identity_id`` already (two people).  Perception's assignment, as
-        a track's later sightings take its identity online: not journalled.  Returns the count."""
-        rows = conn.execute("SELECT s.id, s.obs FROM sightings s WHERE s.track=? AND s.t >= ? AND s.t <= ? AND "
-                            "s.identity_id IS NULL AND NOT EXISTS (SELECT 1 FROM sightings o WHERE o.obs=s.obs "
-                            "AND o.identity_id=?)", (track, t - TRACK_FILL_S, t, identity_id)).fetchall()
-        for sid, obs in rows:
-            conn.execute("UPDATE sightings SET identity_id=? WHERE id=?", (identity_id, sid))
-            people = [r[0] for r in conn.execute("SELECT identity_id FROM sightings WHERE obs=? ORDER BY id", (obs,))
-                      if r[0]]
-            conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(dict.fromkeys(people)), obs))
+    def _fill_track(self, conn, track: int, identity_id: str, t: float, episode_id: str) -> int:
+        """Give ``identity_id`` to the sightings of perception's short-term ``track`` (in the
+        episode) in the ``TRACK_FILL_S`` before ``t`` that have no identity (someone seen far or
+        from behind before a sighting of the track was identified: one track's sightings are one
+        person), except in a keyframe that shows ``identity_id`` already (two people).  Journalled
+        as a ``track`` change, undoable like consolidation's.  Looks back only: an unidentified
+        sighting stored after its track's identified ones (a late resend) keeps no identity."""
+        rows = conn.execute(
+            "SELECT s.id FROM sightings s JOIN observations b ON b.id = s.obs WHERE s.track=? AND s.identity_id IS NULL "
+            "AND s.t >= ? AND s.t <= ? AND b.episode_id=? AND NOT EXISTS (SELECT 1 FROM sightings o "
+            "WHERE o.obs=s.obs AND o.identity_id=?)", (track, t - TRACK_FILL_S, t, episode_id, identity_id)).fetchall()
         if rows:
-            conn.execute("DELETE FROM summaries WHERE identity_id=?", (identity_id,))
-            log.debug("track %d: %d earlier sightings -> %s", track, len(rows), identity_id)
+            self._relabel(conn, [("track", "", identity_id, [r[0] for r in rows])])
         return len(rows)
 
     @staticmethod
@@ -341,7 +339,7 @@ class IdentitiesMixin:
             moved = 0
             if row["kind"] == "split":
                 for other in conn.execute("SELECT * FROM identity_changes WHERE target=? AND id!=? AND undone IS NULL "
-                                          "AND kind IN ('split', 'assign') ORDER BY id DESC",
+                                          "AND kind IN ('split', 'assign', 'track') ORDER BY id DESC",
                                           (row["target"], change)).fetchall():
                     moved += self._undo(conn, other, required=False)
             return moved + self._undo(conn, row, required=True)
@@ -414,7 +412,7 @@ class IdentitiesMixin:
                     "person_position": [r["px"], r["py"], r["pz"]] if r["px"] is not None else None,
                     "box": [r["x1"], r["y1"], r["x2"], r["y2"]],
                     "confidence": r["confidence"], "image_path": r["image_path"], "crop_path": r["crop_path"],
-                    "activity": r["activity"], "clothing": r["clothing"],
+                    "activity": r["activity"], "clothing": r["clothing"], "track": r["track"],
                     "has_face_embedding": r["face_emb"] is not None, "has_reid_embedding": r["reid_emb"] is not None}
             if include_embeddings:
                 for col in ("face_emb", "reid_emb"):
@@ -522,6 +520,9 @@ class IdentitiesMixin:
         new_vecs = self.text_embedder.embed([u[1] for u in changed_text]) if changed_text else []
         stamp = time.time()
         with self._transaction() as tx:
+            # the person's tracks: their unidentified sightings never take a later identity of that track
+            tx.execute("UPDATE sightings SET track=NULL WHERE track IN (SELECT DISTINCT track FROM sightings "
+                       "WHERE identity_id=? AND track IS NOT NULL)", (identity,))
             tx.execute("DELETE FROM sightings WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM summaries WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM identities WHERE identity_id=?", (identity,))

@@ -226,8 +226,11 @@ class RecordsMixin:
                        (f"people[{i}].reid_embedding", s.reid_embedding, p.reid_dim)]
             if s.identity_id and not (isinstance(s.identity_id, str) and _ID_RE.match(s.identity_id)):
                 reject("bad_id", f"people[{i}].identity_id {s.identity_id!r} is not a valid id")
-            if not (isinstance(s.track_id, int) and 0 <= s.track_id < 2 ** 63):
-                reject("bad_id", f"people[{i}].track_id {s.track_id!r} is not a track number (0: none)")
+            if not (isinstance(s.track_id, (int, np.integer)) and not isinstance(s.track_id, bool)
+                    and 0 <= s.track_id < 2 ** 63):
+                log.warning("people[%d].track_id %r of %s is not a track number: stored untracked", i, s.track_id,
+                            obs.observation_id)
+                s.track_id = 0           # a sender's "untracked" (-1): the sighting stays, without a track
             boxes.append((f"people[{i}].box", s.box, 4))
             if s.face_box is not None:
                 boxes.append((f"people[{i}].face_box", s.face_box, 4))
@@ -496,8 +499,8 @@ class RecordsMixin:
                  _blob(s.face_embedding), _blob(s.reid_embedding), s.activity, s.clothing,
                  s.crop_path, *(position if position is not None else (None, None, None)),
                  place if place and place != obs.waypoint_id else None,   # NULL: the observation's place
-                 s.track_id or None))
+                 int(s.track_id) or None))
         for s in obs.people:
             if s.identity_id and s.track_id:
-                self._fill_track(conn, s.track_id, s.identity_id, obs.stamp)
+                self._fill_track(conn, s.track_id, s.identity_id, obs.stamp, obs.episode_id)
         return row_id, text_vec, image_vec

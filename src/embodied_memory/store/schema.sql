@@ -28,7 +28,7 @@ CREATE INDEX IF NOT EXISTS sightings_identity ON sightings(identity_id, t);
 CREATE INDEX IF NOT EXISTS sightings_identity_obs ON sightings(identity_id, obs);   -- a person filter reads only the index
 CREATE INDEX IF NOT EXISTS sightings_t ON sightings(t);
 CREATE INDEX IF NOT EXISTS sightings_obs ON sightings(obs);
-CREATE INDEX IF NOT EXISTS sightings_track ON sightings(track, t) WHERE track IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sightings_track ON sightings(track, t) WHERE track IS NOT NULL AND identity_id IS NULL;
 CREATE INDEX IF NOT EXISTS sightings_place ON sightings(waypoint_id, t);
 CREATE TABLE IF NOT EXISTS identities(
   identity_id TEXT PRIMARY KEY, display_name TEXT NOT NULL DEFAULT '', created REAL NOT NULL);
