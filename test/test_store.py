@@ -409,50 +409,42 @@ def test_row_ids_are_not_reused_after_the_newest_rows_are_forgotten(tmp_path):
 
 def test_an_identified_sighting_names_its_tracks_earlier_unidentified_ones(store):
     """Perception's short-term track: a person first seen far or from behind (no identity), then
-    recognised by face, is one person in the memory from the start of the track; never in a
-    keyframe that shows that identity already, never farther back than TRACK_FILL_S, never
-    another track's sightings; not an identity change an operator reviews."""
+    identified, is one person in the memory from the start of the track, but only where they
+    were the keyframe's one person (beside others a track may have switched people); never
+    farther back than TRACK_FILL_S, never another episode's; a journalled, undoable change."""
     from embodied_memory.store.identities import TRACK_FILL_S
     from embodied_memory.types import Observation, PersonSighting, Pose
     t = T0 + 40 * HOUR
 
-    def seen(name, dt, *people):
-        store.insert([Observation(name, t + dt, "day3", Pose(0.0, 0.0, 0.0, 0.0), description="lab",
+    def seen(name, dt, *people, episode="day3"):
+        store.insert([Observation(name, t + dt, episode, Pose(0.0, 0.0, 0.0, 0.0), description="lab",
                                   waypoint_id="lab", people=list(people))])
 
-    seen("too_old", -TRACK_FILL_S - 30, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=5))
-    seen("far", -20, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=5),
-         PersonSighting((20, 0, 30, 20), "", 0.0, 0.8, track_id=6))
-    seen("both", -10, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=5),
+    def track5(name, dt, identity="", episode="day3"):
+        seen(name, dt, PersonSighting((0, 0, 10, 20), identity, 0.9 if identity else 0.0, 0.8, track_id=5),
+             episode=episode)
+
+    track5("too_old", -TRACK_FILL_S - 30)
+    track5("far", -20)
+    seen("pair", -10, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=5),
          PersonSighting((20, 0, 30, 20), "grace", 0.9, 0.8, track_id=6))
-    assert [r["id"] for r in store.person_observations("grace")] == ["both", "far"]     # track 6 filled
-    seen("face", 0, PersonSighting((0, 0, 10, 20), "frank", 0.9, 0.8, track_id=5))
-    assert sorted(r["id"] for r in store.person_observations("frank")) == ["both", "face", "far"]
-    assert store.get_observation("far")["persons"] == ["frank", "grace"]
-    # a keyframe that shows Frank already keeps its unknown person unknown
-    seen("crowd", 10, PersonSighting((0, 0, 10, 20), "", 0.0, 0.8, track_id=8),
-         PersonSighting((20, 0, 30, 20), "frank", 0.9, 0.8, track_id=9))
-    seen("later", 20, PersonSighting((0, 0, 10, 20), "frank", 0.9, 0.8, track_id=8))
-    rows = store._conn().execute("SELECT o.observation_id, s.identity_id, s.track FROM sightings s JOIN observations o "
-                                 "ON o.id = s.obs WHERE o.observation_id IN ('too_old', 'far', 'crowd') "
-                                 "ORDER BY o.t, s.id").fetchall()
-    assert [tuple(r) for r in rows] == [("too_old", None, 5), ("far", "frank", 5), ("far", "grace", 6),
-                                        ("crowd", None, 8), ("crowd", "frank", 9)]
-    # each fill is a journalled change an operator can undo; an undone one is never filled again
+    track5("other_run", -5, episode="day3b")          # another episode's track 5 (a tracker numbering anew)
+    track5("face", 0, "frank")
+    assert sorted(r["id"] for r in store.person_observations("frank")) == ["face", "far"]
+    rows = store._conn().execute("SELECT o.observation_id, s.identity_id FROM sightings s JOIN observations o "
+                                 "ON o.id = s.obs WHERE s.track=5 ORDER BY o.t, s.id").fetchall()
+    assert [tuple(r) for r in rows] == [("too_old", None), ("far", "frank"), ("pair", None), ("other_run", None),
+                                        ("face", "frank")]
+    assert store.get_observation("far")["persons"] == ["frank"]
+    # the fill is a journalled change an operator can undo; an undone one is never filled again
     fills = [c for c in store.identity_changes() if c["kind"] == "track"]
-    assert [(c["target"], c["sightings"]) for c in fills] == [("frank", 2), ("grace", 1)]    # newest first
-    store.undo_identity_change(fills[0]["change"])          # the two of track 5 before the face
-    assert sorted(r["id"] for r in store.person_observations("frank")) == ["crowd", "face", "later"]
-    seen("again", 30, PersonSighting((0, 0, 10, 20), "frank", 0.9, 0.8, track_id=5))
-    assert sorted(r["id"] for r in store.person_observations("frank")) == ["again", "crowd", "face", "later"]
-    # another episode's track 8 (a restarted tracker numbering from 1 again) is someone else
-    store.insert([Observation("next_run", t + 40, "day3b", Pose(0.0, 0.0, 0.0, 0.0), description="lab",
-                              waypoint_id="lab", people=[PersonSighting((0, 0, 10, 20), "hugo", 0.9, 0.8, track_id=8)])])
-    assert [r["id"] for r in store.person_observations("hugo")] == ["next_run"]
+    assert [(c["source"], c["target"], c["sightings"]) for c in fills] == [("", "frank", 1)]
+    store.undo_identity_change(fills[0]["change"])
+    track5("again", 30, "frank")
+    assert sorted(r["id"] for r in store.person_observations("frank")) == ["again", "face"]
     # a sender's "untracked" (-1) keeps the sighting, without a track
     seen("untracked", 50, PersonSighting((0, 0, 10, 20), "ivy", 0.9, 0.8, track_id=-1))
     assert [r["id"] for r in store.person_observations("ivy")] == ["untracked"]
-    # forgetting Frank takes his tracks' numbers off the sightings left unidentified
+    # forgetting Frank takes his track's number off the sightings left unidentified
     store.forget_identity("frank")
-    assert store._conn().execute("SELECT COUNT(*) FROM sightings WHERE track IN (5, 9) OR "
-                                 "(track = 8 AND identity_id IS NULL)").fetchone()[0] == 0
+    assert store._conn().execute("SELECT COUNT(*) FROM sightings WHERE track=5").fetchone()[0] == 0

@@ -266,20 +266,23 @@ class IdentitiesMixin:
             elif kind != "undo" and target:
                 conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (target,))
             journal.append(self._journal_change(conn, kind, source, target, moved, prior))
-            log.info("identity %s: %d sightings of %s -> %s", kind, len(moved), source, target)
+            (log.debug if kind == "track" else log.info)("identity %s: %d sightings of %s -> %s", kind, len(moved),
+                                                         source or "no identity", target or "no identity")
         return journal, total
 
     def _fill_track(self, conn, track: int, identity_id: str, t: float, episode_id: str) -> int:
         """Give ``identity_id`` to the sightings of perception's short-term ``track`` (in the
         episode) in the ``TRACK_FILL_S`` before ``t`` that have no identity (someone seen far or
         from behind before a sighting of the track was identified: one track's sightings are one
-        person), except in a keyframe that shows ``identity_id`` already (two people).  Journalled
-        as a ``track`` change, undoable like consolidation's.  Looks back only: an unidentified
-        sighting stored after its track's identified ones (a late resend) keeps no identity."""
+        person), only where the sighting was the keyframe's one person: where others stood near,
+        a track may have switched people (measured on the five-day worlds: every wrong fill was
+        in a keyframe of 2-8 people, none in a keyframe of one).  Journalled as a ``track``
+        change, undoable like consolidation's.  Looks back only: an unidentified sighting stored
+        after its track's identified ones (a late resend) keeps no identity."""
         rows = conn.execute(
             "SELECT s.id FROM sightings s JOIN observations b ON b.id = s.obs WHERE s.track=? AND s.identity_id IS NULL "
             "AND s.t >= ? AND s.t <= ? AND b.episode_id=? AND NOT EXISTS (SELECT 1 FROM sightings o "
-            "WHERE o.obs=s.obs AND o.identity_id=?)", (track, t - TRACK_FILL_S, t, episode_id, identity_id)).fetchall()
+            "WHERE o.obs=s.obs AND o.id != s.id)", (track, t - TRACK_FILL_S, t, episode_id)).fetchall()
         if rows:
             self._relabel(conn, [("track", "", identity_id, [r[0] for r in rows])])
         return len(rows)
