@@ -467,7 +467,7 @@ class IdentityManager:
         for x in range(len(present)):
             for y in range(x + 1, len(present)):
                 self._cannot.add((present[x], present[y]))
-        for i in live:      # the memory gives a track's identity to its earlier unidentified sightings
+        for i in live:      # a track's unidentified sightings are its identity's (the memory fills the lone ones)
             track, ident = tracks.get(i), results[i].identity_id
             if track is None:
                 continue
@@ -632,8 +632,8 @@ class IdentityManager:
         """Replace the exemplars with ``faces`` ((identity, clear face embedding), oldest first:
         the memory after consolidation) and the cannot-links with ``apart`` (identity pairs that
         are two people: seen in one keyframe, or kept apart by an operator's undo); re-ID banks
-        start again, tracks go on without identities, suppressed faces and the id counter stay, ``changes`` (the moves
-        the memory is to apply) join the change log, in the same snapshot (consolidation's merges
+        start again, tracks go on without identities, suppressed faces and the id counter stay,
+        ``changes`` (the moves the memory is to apply) join the change log, in the same snapshot (consolidation's merges
         travel as those moves, never as whole-identity merges).  ``keep(identity)`` true: that
         identity's current exemplars stay too (one the memory did not hold yet).  Durable at once."""
         with self._lock:
