@@ -445,6 +445,8 @@ def test_an_identified_sighting_names_its_tracks_earlier_unidentified_ones(store
     # a sender's "untracked" (-1) keeps the sighting, without a track
     seen("untracked", 50, PersonSighting((0, 0, 10, 20), "ivy", 0.9, 0.8, track_id=-1))
     assert [r["id"] for r in store.person_observations("ivy")] == ["untracked"]
+    seen("not_a_number", 55, PersonSighting((0, 0, 10, 20), "ivy", 0.9, 0.8, track_id=5.5))   # counted, kept
+    assert len(store.person_observations("ivy")) == 2 and store.rejections["bad_track_id"] == 1
     # forgetting Frank takes his track's number off the sightings left unidentified
     store.forget_identity("frank")
     assert store._conn().execute("SELECT COUNT(*) FROM sightings WHERE track=5").fetchone()[0] == 0

@@ -55,7 +55,7 @@ def observation_from_dict(data: dict[str, Any]) -> Observation:
                                    tuple(s["face_box"]) if s.get("face_box") else None,
                                    as_vector(s.get("face_embedding")), as_vector(s.get("reid_embedding")),
                                    s.get("activity", ""), s.get("clothing", ""), s.get("crop_path", ""),
-                                   finite_point(s.get("position") or ()), int(s.get("track_id") or 0))
+                                   finite_point(s.get("position") or ()), s.get("track_id") or 0)
                     for s in data.get("people", [])],
         )
     except KeyError as exc:

@@ -182,8 +182,7 @@ class IdentityManager:
                         raise IdentityStateBusy(f"{self.path} is used by another perception node (one identity "
                                                 "state per data_dir: give each its own data_dir)") from exc
                     time.sleep(0.2)
-            fresh = self.read_snapshot(self.path) is None
-            self._load()
+            fresh = not self._load()
             replayed = self._replay_journal()
             self._journal = open(self.path / JOURNAL, "a", encoding="utf-8")
             if replayed or fresh:   # a clean snapshot and an empty journal (a torn last line must not stay);
@@ -204,10 +203,11 @@ class IdentityManager:
             meta = json.loads((path / "identities.json").read_text())
         return meta, arrays
 
-    def _load(self) -> None:
+    def _load(self) -> bool:
+        """The snapshot's state, if there is one (False: a fresh state)."""
         snapshot = self.read_snapshot(self.path)
         if snapshot is None:
-            return
+            return False
         meta, data = snapshot
         self._faces = data["faces"].astype(np.float32)
         self._labels = data["labels"].astype(np.int64)
@@ -231,6 +231,7 @@ class IdentityManager:
         self.change_log = list(meta.get("changes", []))
         log.info("loaded %d identities (%d face points) from %s", len(set(self._clusters.values())),
                  len(self._labels), self.path)
+        return True
 
     def _replay_journal(self) -> bool:
         """Apply the journal's entries newer than the snapshot; True if there was anything."""

@@ -524,8 +524,8 @@ class IdentitiesMixin:
         stamp = time.time()
         with self._transaction() as tx:
             # the person's tracks: their unidentified sightings never take a later identity of that track
-            tx.execute("UPDATE sightings SET track=NULL WHERE track IN (SELECT DISTINCT track FROM sightings "
-                       "WHERE identity_id=? AND track IS NOT NULL)", (identity,))
+            tx.execute("UPDATE sightings SET track=NULL WHERE identity_id IS NULL AND track IN (SELECT DISTINCT "
+                       "track FROM sightings WHERE identity_id=? AND track IS NOT NULL)", (identity,))
             tx.execute("DELETE FROM sightings WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM summaries WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM identities WHERE identity_id=?", (identity,))

@@ -226,11 +226,12 @@ class RecordsMixin:
                        (f"people[{i}].reid_embedding", s.reid_embedding, p.reid_dim)]
             if s.identity_id and not (isinstance(s.identity_id, str) and _ID_RE.match(s.identity_id)):
                 reject("bad_id", f"people[{i}].identity_id {s.identity_id!r} is not a valid id")
-            if not (isinstance(s.track_id, (int, np.integer)) and not isinstance(s.track_id, bool)
-                    and 0 <= s.track_id < 2 ** 63):
-                log.warning("people[%d].track_id %r of %s is not a track number: stored untracked", i, s.track_id,
-                            obs.observation_id)
-                s.track_id = 0           # a sender's "untracked" (-1): the sighting stays, without a track
+            if not isinstance(s.track_id, (int, np.integer)) or isinstance(s.track_id, bool) or \
+                    not s.track_id < 2 ** 63:
+                self._count("bad_track_id")      # not a track number: the sighting stays, untracked
+                s.track_id = 0
+            elif s.track_id < 0:
+                s.track_id = 0                   # a tracker's "untracked" (-1)
             boxes.append((f"people[{i}].box", s.box, 4))
             if s.face_box is not None:
                 boxes.append((f"people[{i}].face_box", s.face_box, 4))
