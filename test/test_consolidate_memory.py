@@ -265,6 +265,8 @@ def test_the_command_proposes_applies_lists_and_undoes(tmp_path):
         return done.returncode, done.stdout + done.stderr
     data = tmp_path / "mem"
     memory(data).close()
+    code, out = cli("--dry-run", "--attach-only")
+    assert code == 0 and "0 splits" in out and "0 sightings given" in out    # every face here has an identity
     code, out = cli("--dry-run")
     assert code == 0 and "1 splits" in out and "dry run: nothing changed" in out and "--only 1,3" in out
     code, out = cli("--only", "9")
@@ -416,4 +418,54 @@ def test_undoing_a_split_undoes_the_whole_new_identity(tmp_path):
     assert {p["person"] for p in store.people()} == {"person_0001", "person_0002"}
     assert store._conn().execute("SELECT COUNT(*) FROM sightings WHERE identity_id IS NULL").fetchone()[0] == 1
     assert all(c["undone"] for c in store.identity_changes() if c["kind"] == "split")
+    store.close()
+
+
+def _far_ann(store, i=20, obs_people=()):
+    """Ann far away (a 13 px face) with nobody identified: what online assignment leaves unidentified."""
+    store.insert([Observation(f"o{i}", T0 + 5000 + i, "day1", Pose(0, 0, 0, 0), waypoint_id="lab", people=[
+        PersonSighting((0, 0, 20, 60), "", 0.9, 0.8, face_box=(0, 0, 13, 13), face_embedding=face(0),
+                       position=(0.0, 0.0, 0.0)), *obs_people])])
+    return store._conn().execute("SELECT max(id) FROM sightings WHERE identity_id IS NULL").fetchone()[0]
+
+
+def test_the_attach_pass_names_a_far_face_undone_it_stays_unnamed_and_perception_learns_who_was_beside_it(tmp_path):
+    """The in-process attach pass (the offline ingest's, when the robot is idle) gives Ann's far
+    face her id as a journalled 'assign', moves nothing identified, keeps perception's exemplars
+    and makes whoever shared the keyframe another person; an operator's undo is never redone."""
+    from embodied_memory.consolidate_memory import attach_in_process
+    data = tmp_path / "mem"
+    store = memory(data)
+    before = by_observation(store)
+    far = _far_ann(store, obs_people=[PersonSighting((50, 0, 90, 120), "person_0002", 0.9, 0.8,
+                                                     face_box=(50, 0, 80, 30), face_embedding=face(2),
+                                                     position=(3.0, 0.0, 0.0))])
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    exemplars = len(manager._faces)
+    report = attach_in_process(store, manager)
+    assert report.applied and report.relabelled == 1 and not report.splits and not report.merges
+    assert store._conn().execute("SELECT identity_id FROM sightings WHERE id=?", (far,)).fetchone()[0] == "person_0001"
+    assert by_observation(store)[:len(before)] == before          # nothing identified moved
+    assert len(manager._faces) == exemplars and manager.cannot_link("person_0001", "person_0002")
+    assign = store.identity_changes()[0]
+    assert (assign["kind"], assign["source"], assign["target"]) == ("assign", "", "person_0001")
+    assert store.undo_identity_change(assign["change"]) == 1
+    assert attach_in_process(store, manager).relabelled == 0     # the operator said no: it stays without one
+    assert store._conn().execute("SELECT identity_id FROM sightings WHERE id=?", (far,)).fetchone()[0] is None
+    manager.close()
+    store.close()
+
+
+def test_the_attach_mode_of_a_consolidation_pass_only_gives_identities(tmp_path):
+    """``consolidate_memory(mode="attach")`` (at rest) attaches Ann's far face but splits nothing,
+    where the full pass would split Ben's chained sightings off; an unknown mode is refused."""
+    data = tmp_path / "mem"
+    store = memory(data)
+    far = _far_ann(store)
+    report = consolidate_memory(store, data / "identities", mode="attach")
+    assert report.applied and report.splits == [] and report.relabelled == 1
+    assert store._conn().execute("SELECT identity_id FROM sightings WHERE id=?", (far,)).fetchone()[0] == "person_0001"
+    assert consolidate_memory(store, data / "identities", dry_run=True).splits       # the full pass would split
+    with pytest.raises(ValueError, match="mode"):
+        consolidate_memory(store, data / "identities", mode="everything")
     store.close()

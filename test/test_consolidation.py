@@ -3,7 +3,7 @@ and the operator's names (people/consolidation.py; pure, no store)."""
 import numpy as np
 import pytest
 
-from embodied_memory.people.consolidation import ConsolidationParams, consolidate, face_tracks
+from embodied_memory.people.consolidation import ConsolidationParams, attach, consolidate, face_tracks
 from embodied_memory.people.tracks import TrackParams
 from embodied_memory.types import StoredSighting
 
@@ -22,13 +22,13 @@ class World:
     def __init__(self):
         self.rows, self.t, self.obs = [], 1000.0, 0
 
-    def frame(self, people, dt=60.0):
-        """people: (who, identity, x) per sighting of one keyframe."""
+    def frame(self, people, dt=60.0, face_px=40):
+        """people: (who, identity, x) per sighting of one keyframe; ``face_px``: their faces' size."""
         self.t += dt
         self.obs += 1
         for who, ident, x in people:
             self.rows.append(StoredSighting(len(self.rows) + 1, self.obs, self.t, ident, (x * 100, 0, x * 100 + 50, 200),
-                                            (0, 0, 40, 40), face(who), None, (float(x), 0.0)))
+                                            (0, 0, face_px, face_px), face(who), None, (float(x), 0.0)))
         return self
 
 
@@ -113,7 +113,48 @@ def test_a_still_person_waited_on_is_one_track_and_a_walk_away_another():
     assert tracks[w.rows[3].sighting_id] != tracks[w.rows[0].sighting_id]
 
 
-@pytest.mark.parametrize("bad", [dict(eps=0.0), dict(eps=2.5), dict(min_face_px=-1)])
+@pytest.mark.parametrize("bad", [dict(eps=0.0), dict(eps=2.5), dict(min_face_px=-1), dict(attach_eps=0.0),
+                                 dict(attach_margin=-0.1), dict(attach_min_face_px=-1)])
 def test_parameters_are_checked(bad):
     with pytest.raises(ValueError, match="consolidation"):
         consolidate([], ConsolidationParams(**bad))
+
+
+def _known_people(w: World) -> World:
+    """Ann (person_0001) and Ben (person_0002), each seen clearly four times."""
+    for _ in range(4):
+        w.frame([(0, "person_0001", 0), (1, "person_0002", 5)])
+    return w
+
+
+def test_the_attach_pass_gives_a_small_face_the_identity_it_clearly_matches_and_moves_nothing_else():
+    w = _known_people(World())
+    w.frame([(0, "", 0)], face_px=13)          # Ann far away: unidentified online
+    w.frame([(2, "", 0)], face_px=13)          # a stranger: near nobody
+    plan = attach(w.rows)
+    assert plan.labels == {w.rows[-2].sighting_id: "person_0001"}
+    assert not plan.merges and not plan.splits
+
+
+def test_the_attach_pass_never_gives_an_identity_a_keyframe_already_holds_nor_one_to_two_of_its_people():
+    w = _known_people(World())
+    w.frame([(0, "person_0001", 0), (0, "", 5)], face_px=13)    # Ann is already in the keyframe
+    w.frame([(0, "", 0), (0, "", 5)], face_px=13)                # two faces nearest Ann: the closer only
+    plan = attach(w.rows)
+    assert w.rows[-3].sighting_id not in plan.labels
+    attached = [sid for sid in (w.rows[-2].sighting_id, w.rows[-1].sighting_id) if sid in plan.labels]
+    assert len(attached) == 1 and plan.labels[attached[0]] == "person_0001"
+
+
+def test_the_attach_pass_skips_tiny_faces_ambiguous_faces_and_sightings_an_operator_took_an_identity_from():
+    w = _known_people(World())
+    w.frame([(0, "", 0)], face_px=10)          # below attach_min_face_px
+    w.frame([(0, "", 0)], face_px=13)          # an operator undid its earlier assignment
+    assert attach(w.rows, pinned={w.rows[-1].sighting_id}).labels == {}
+    ambiguous = (CENTRES[0] + CENTRES[1]) / 2
+    ambiguous = (ambiguous / np.linalg.norm(ambiguous)).astype(np.float32)
+    w.rows[-1] = StoredSighting(w.rows[-1].sighting_id, w.rows[-1].obs, w.rows[-1].t, "", w.rows[-1].box,
+                                (0, 0, 13, 13), ambiguous, None, (0.0, 0.0))
+    plan = attach(w.rows, ConsolidationParams(attach_eps=1.5, attach_margin=0.1))
+    assert plan.labels == {}                   # as near Ann as Ben: no margin
+    assert attach(w.rows, ConsolidationParams(attach_eps=1.5, attach_margin=0.0)).labels != {}

@@ -3,24 +3,31 @@ node's stored face tracks on /perception/consolidate and sends each split as an 
 the memory node relabels the store and acknowledges it; a change sent again or malformed
 changes nothing and the nodes keep serving."""
 import json
+import time
 
+import cv2
+import numpy as np
 import pytest
 from embodied_memory_interfaces.msg import Ack, IdentitySplit
+from embodied_memory_interfaces.msg import Keyframe as KeyframeMsg
 from embodied_memory_interfaces.srv import Consolidate, QueryMemory
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
+from embodied_memory.nodes.common import keyframe_qos, to_time_msg
 from rosutil import LaunchedStack, call, wait_until
-from test_consolidate_memory import memory
+from store_fixtures import T0
+from test_consolidate_memory import _far_ann, memory
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def stack(tmp_path):
+def launch(tmp_path, perception_extra=""):
     data = tmp_path / "mem"
-    memory(data).close()       # Ann 6 times, then Ben 4 times under Ann's id (person_0001); Cid beside Ann once
+    store = memory(data)       # Ann 6 times, then Ben 4 times under Ann's id (person_0001); Cid beside Ann once
+    _far_ann(store)            # and Ann far away (o20), unidentified
+    store.close()
     path = tmp_path / "stack.yaml"
     path.write_text(f"""nodes:
   memory:
@@ -29,9 +36,14 @@ def stack(tmp_path):
   perception:
     executable: perception_node
     parameters: {{data_dir: "{data}", text_embedder: hash, image_embedder: none, person_detector: none,
-                  face_backend: none, reid: none}}
+                  face_backend: none, reid: none{perception_extra}}}
 """)
-    launched = LaunchedStack(path, tmp_path / "launch.log")
+    return LaunchedStack(path, tmp_path / "launch.log")
+
+
+@pytest.fixture
+def stack(tmp_path):
+    launched = launch(tmp_path, ", attach_after_idle_s: 0.0")
     yield launched
     assert launched.stop() == 0, launched.log()
 
@@ -55,7 +67,7 @@ def test_a_split_from_perception_relabels_the_memory_and_is_acknowledged(stack, 
     assert "dry run" in proposal.message and len(sightings_of(node, "person_0001")) == 10
 
     done = call(node, Consolidate, "/perception/consolidate", Consolidate.Request(dry_run=False), timeout=60)
-    assert done.success and done.splits == 1 and done.relabelled == 4, done.message
+    assert done.success and done.splits == 1 and done.relabelled == 4, done.message   # o20 (13 px) is not clustered
     wait_until(lambda: len(sightings_of(node, "person_0003")) == 4, 30, what="the split applied by the memory")
     assert sorted(sightings_of(node, "person_0003")) == ["o6", "o7", "o8", "o9"]
     assert len(sightings_of(node, "person_0001")) == 6
@@ -88,3 +100,27 @@ def test_a_split_from_perception_relabels_the_memory_and_is_acknowledged(stack, 
     later = call(node, Consolidate, "/perception/consolidate", Consolidate.Request(dry_run=True), timeout=60)
     assert later.success and (later.splits, later.merges, later.relabelled) == (0, 0, 0), later.message
     node.destroy_node()
+
+
+def test_an_idle_robot_attaches_the_far_faces_it_could_not_tell_then(tmp_path, ros_context):
+    """No attach pass before perception has perceived anything; once a keyframe came and the
+    robot stayed idle ``attach_after_idle_s``, Ann's far face (o20) is given her id, by a
+    journalled assignment the memory applies, while her chained identity is not split."""
+    launched = launch(tmp_path, ", attach_after_idle_s: 1.0")
+    try:
+        node = Node("tester", context=ros_context)
+        wait_until(lambda: len(sightings_of(node, "person_0001")) == 10, 60, what="the memory node serving")
+        time.sleep(3.0)                          # idle, but nothing perceived yet: no pass
+        assert "o20" not in sightings_of(node, "person_0001")
+        keyframes = node.create_publisher(KeyframeMsg, "/memory/keyframes", keyframe_qos())
+        wait_until(lambda: keyframes.get_subscription_count() > 0, 30, what="perception's subscription")
+        kf = KeyframeMsg(keyframe_id="idle/0", episode_id="day1")
+        kf.header.stamp = to_time_msg(T0 + 9000)
+        kf.compressed_image.format = "jpeg"
+        kf.compressed_image.data = cv2.imencode(".jpg", np.zeros((48, 64, 3), np.uint8))[1].tobytes()
+        keyframes.publish(kf)
+        wait_until(lambda: "o20" in sightings_of(node, "person_0001"), 60, what="the attach pass applied")
+        assert len(sightings_of(node, "person_0001")) == 11      # Ben's four were not split off
+        node.destroy_node()
+    finally:
+        assert launched.stop() == 0, launched.log()

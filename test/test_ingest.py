@@ -69,6 +69,24 @@ def test_nan_poses_are_skipped_not_stored(tmp_path):
     assert all(o["position"][0] == 1.0 for o in store.observations_between(0, 1e12))
 
 
+def test_the_idle_hook_runs_at_each_gap_in_the_recording_before_the_next_keyframe(tmp_path):
+    """Two bursts of frames 2 h apart and a third 30 min later: ``on_idle`` (the attach pass in
+    the eval) runs once, at the 2 h gap, when the earlier burst is stored and the next is not."""
+    with BagWriter(tmp_path / "gaps") as bag:
+        for start in (0.0, 7200.0, 9000.0):
+            for i in range(4):
+                bag.frame(T_START + start + i * 0.5, np.zeros((48, 64, 3), np.uint8), 1.0, 0.0, 0.0)
+    store = open_store(StoreParams(data_dir=str(tmp_path / "s"), text_embedder="hash", image_dim=1280))
+    perception = Perception(PerceptionParams(data_dir=str(tmp_path / "s"), text_embedder="hash",
+                                             person_detector="none", face_backend="none"))
+    stored_when_idle = []
+    report = ingest_bag(str(tmp_path / "gaps"), store, perception, progress=False,
+                        selection=SelectionParams(policy="uniform", segment_s=0.5, frames_per_segment=1),
+                        on_idle=lambda: stored_when_idle.append(len(store.observations_between(0, 1e12))),
+                        idle_s=3600.0)
+    assert report.idle_passes == 1 and stored_when_idle == [4] and report.stored == 12
+
+
 def test_library_ingest_of_a_real_image_bag(tmp_path):
     info = people_and_faces_bag(tmp_path / "bag")
     store = open_store(StoreParams(data_dir=str(tmp_path / "store"), text_embedder="minilm", image_dim=1280))

@@ -401,7 +401,7 @@ def cmd_consolidate(args) -> int:
                 print(f"--only {args.only!r}: move numbers as the dry run lists them, e.g. 1,3", file=sys.stderr)
                 return 2
         report = consolidate_memory(store, data_dir / "identities", ConsolidationParams(eps=args.eps),
-                                    dry_run=args.dry_run, only=only)
+                                    dry_run=args.dry_run, only=only, mode="attach" if args.attach_only else "full")
     except IdentityStateBusy as exc:
         print(f"{exc}: stop perception first (on a running stack: the /perception/consolidate service)",
               file=sys.stderr)
@@ -564,6 +564,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eps", type=float, default=ConsolidationParams.eps,
                    help="average-linkage cut between face tracks (cosine distance)")
     p.add_argument("--dry-run", action="store_true", help="print the merges and splits, change nothing")
+    p.add_argument("--attach-only", action="store_true",
+                   help="only the attach pass (what perception runs when idle): sightings without an identity whose "
+                        "face clearly matches one are given it; nothing identified moves")
     p.add_argument("--journal", type=int, nargs="?", const=50, default=0, metavar="N",
                    help="print the newest N identity changes (merges, splits, assignments, undos, reviews; "
                         "default 50) and exit")

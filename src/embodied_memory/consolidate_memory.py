@@ -7,6 +7,12 @@ summaries; journalled, undoable) and rebuilds perception's identity state from t
 that live assignment goes on from the consolidated identities.  Split ids come from the
 identity state's counter: never an id issued before.  Needs perception stopped on the data
 directory (its identity state is locked while it runs).
+
+``mode="attach"`` runs only the attach pass (``people.consolidation.attach``): sightings without an
+identity whose face is now clearly one identity's are given it; nothing identified moves, no id is
+issued, and perception's exemplars stay as they were (an attached face is never evidence for
+later assignments); the keyframes they share become cannot-links.  It is what perception runs by
+itself once the robot has been idle (``attach_after_idle_s``).
 """
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from .people.consolidation import ConsolidationParams, ConsolidationPlan, consolidate
+from .people.consolidation import ConsolidationParams, ConsolidationPlan, attach, consolidate
 from .people.identity import IdentityManager, IdentityParams, clear_face, face_px
 from .store.identities import (read_display_names, read_distinct_pairs, read_highest_identity,
                                read_pinned_sightings, read_sighting_evidence)
@@ -64,16 +70,23 @@ def moves_of(plan: ConsolidationPlan, current: dict[int, str]) -> list[tuple[str
 Move = tuple[str, str, str, list[int]]      # (kind, source, target, sighting ids): one store change
 
 
+MODES = ("full", "attach")
+
+
 def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued: int, id_prefix: str,
-          new_id, constraints: tuple[set[tuple[str, str]], set[int]]) -> tuple[ConsolidationReport, ConsolidationPlan]:
+          new_id, constraints: tuple[set[tuple[str, str]], set[int]],
+          mode: str = "full") -> tuple[ConsolidationReport, ConsolidationPlan]:
     """``constraints``: the operator's undos (``MemoryStore.operator_constraints``); ``new_id``:
     issues a split's id (None: the ids after ``issued``, taken by the caller if it applies them)."""
+    if mode not in MODES:
+        raise ValueError(f"consolidation mode {mode!r}: one of {', '.join(MODES)}")
     distinct, pinned = constraints
     if new_id is None:
         numbers = itertools.count(issued + 1)
         new_id = lambda: f"{id_prefix}{next(numbers):04d}"    # noqa: E731
-    plan = consolidate(sightings, params, names=names, new_id=new_id, taken_ids={f"{id_prefix}{issued:04d}"},
-                       distinct=distinct, pinned=pinned)
+    plan = attach(sightings, params, pinned=pinned) if mode == "attach" else \
+        consolidate(sightings, params, names=names, new_id=new_id, taken_ids={f"{id_prefix}{issued:04d}"},
+                    distinct=distinct, pinned=pinned)
     report = ConsolidationReport(sightings=len(sightings), tracks=plan.tracks, merges=list(plan.merges),
                                  splits=[(s.source, s.identity_id, len(s.sightings)) for s in plan.splits],
                                  split_sightings=[list(s.sightings) for s in plan.splits], relabelled=len(plan.labels),
@@ -117,9 +130,23 @@ def _rebuild_after(manager: IdentityManager, sightings, plan: ConsolidationPlan,
     manager.rebuild(faces, apart=apart, keep=keep, changes=changes)
 
 
+def _after_attach(manager: IdentityManager, sightings, plan: ConsolidationPlan, changes: list[dict] = ()) -> None:
+    """An attach pass leaves the exemplars alone; whoever now shares a keyframe with an attached
+    sighting is another person (a cannot-link), and the moves wait in the change log."""
+    attached = plan.labels
+    by_obs: dict[int, set[str]] = {}
+    for s in sightings:
+        ident = attached.get(s.sighting_id, s.identity_id)
+        if ident:
+            by_obs.setdefault(s.obs, set()).add(ident)
+    touched = {s.obs for s in sightings if s.sighting_id in attached}
+    manager.keep_apart({(a, b) for obs in touched for a in by_obs[obs] for b in by_obs[obs] if a < b}, changes)
+
+
 def consolidate_memory(store, identity_dir: Path, params: Optional[ConsolidationParams] = None,
                        identity_params: IdentityParams = IdentityParams(), dry_run: bool = False,
-                       lock_wait_s: float = 2.0, only: Optional[set[int]] = None) -> ConsolidationReport:
+                       lock_wait_s: float = 2.0, only: Optional[set[int]] = None,
+                       mode: str = "full") -> ConsolidationReport:
     """Consolidate the memory of ``store`` and the identity state in ``identity_dir`` (perception
     stopped: ``embodied-memory consolidate``, the inspector on a memory at rest).  A dry run only
     reads (perception may hold the state); applying needs the state's lock.  ``only``: apply just
@@ -137,7 +164,7 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
         manager.issue_past(store.highest_identity(identity_params.id_prefix))
         issued = manager.issued
     try:
-        report, plan = _plan(sightings, names, params, issued, identity_params.id_prefix, None, constraints)
+        report, plan = _plan(sightings, names, params, issued, identity_params.id_prefix, None, constraints, mode)
         report.dry_run = dry_run
         if only is not None:
             report, plan = _selected(report, plan, only)
@@ -146,7 +173,10 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
         # the ids the dry run showed, taken now (perception is stopped: nothing else issues ids)
         manager.issue_past(max((int(sp.identity_id[len(identity_params.id_prefix):]) for sp in plan.splits), default=0))
         store.relabel_sightings(report.moves)
-        _rebuild_after(manager, sightings, plan, constraints[0])
+        if mode == "attach":
+            _after_attach(manager, sightings, plan)
+        else:
+            _rebuild_after(manager, sightings, plan, constraints[0])
         report.applied = True
         return report
     finally:
@@ -160,7 +190,7 @@ class ChangesPending(RuntimeError):
 
 
 def consolidate_live(db_path: Path, manager: IdentityManager, params: Optional[ConsolidationParams] = None,
-                     dry_run: bool = False) -> tuple[ConsolidationReport, list[dict]]:
+                     dry_run: bool = False, mode: str = "full") -> tuple[ConsolidationReport, list[dict]]:
     """Consolidation beside a running memory (perception's, with its own identity state): the
     stored sightings are read from the memory's database read-only, split ids come from
     ``manager``, which is rebuilt at once (identities the database does not hold yet keep their
@@ -179,15 +209,34 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Optional[C
     finally:
         conn.close()
     report, plan = _plan(sightings, names, params, manager.issued, manager.params.id_prefix,
-                         None if dry_run else manager.issue_id, constraints)
+                         None if dry_run else manager.issue_id, constraints, mode)
     report.dry_run = dry_run
     if dry_run or plan.empty:
         return report, []
     changes = change_records(report.moves)
-    stored = {s.identity_id for s in sightings}
-    _rebuild_after(manager, sightings, plan, constraints[0], keep=lambda ident: ident not in stored, changes=changes)
+    if mode == "attach":
+        _after_attach(manager, sightings, plan, changes)
+    else:
+        stored = {s.identity_id for s in sightings}
+        _rebuild_after(manager, sightings, plan, constraints[0], keep=lambda ident: ident not in stored,
+                       changes=changes)
     report.applied = True
     return report, changes
+
+
+def attach_in_process(store, manager: IdentityManager,
+                      params: Optional[ConsolidationParams] = None) -> ConsolidationReport:
+    """The attach pass on a store and an identity state this process holds (the offline ingest's,
+    when the recording shows the robot idle): applied at once, nothing to acknowledge."""
+    params = params or ConsolidationParams(min_face_px=manager.params.min_face_px)
+    sightings = store.sighting_evidence(reid=False)
+    report, plan = _plan(sightings, {}, params, manager.issued, manager.params.id_prefix, None,
+                         store.operator_constraints(), "attach")
+    if not plan.empty:
+        store.relabel_sightings(report.moves)
+        _after_attach(manager, sightings, plan)
+        report.applied = True
+    return report
 
 
 def refresh_live(db_path: Path, manager: IdentityManager) -> bool:

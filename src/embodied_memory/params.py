@@ -28,6 +28,7 @@ FORGOTTEN_TOPIC = "/memory/forgotten_identities"    # embodied_memory_interfaces
 MERGES_TOPIC = "/memory/identity_merges"            # IdentityMerge (perception -> memory)
 IDENTITY_CHANGES_TOPIC = "/memory/identity_changes"  # IdentitySplit: consolidation's moves (perception -> memory)
 CONSOLIDATE_SERVICE = "/perception/consolidate"     # Consolidate (perception re-clusters the stored face tracks)
+ATTACH_AFTER_IDLE_S = 3600.0                        # an idle robot's attach pass (perception node, offline ingest)
 RESEND_AFTER_S = 10.0                               # neither accepted nor acknowledged this long: sent
                                                     # again (then after 2x, 4x, 8x)
 SENSOR_QOS_CHOICES = ("sensor_data", "reliable")    # image/depth/camera-info/odometry subscriptions
@@ -173,6 +174,9 @@ class PerceptionNodeParams(PerceptionParams):
     consolidate_every_h: float = 0.0                   # re-cluster the stored face tracks this often (steady clock;
                                                        # reads data_dir/memory.sqlite3); 0: only on a
                                                        # /perception/consolidate request
+    attach_after_idle_s: float = ATTACH_AFTER_IDLE_S    # no keyframe for this long (node clock): the attach
+                                                       # pass gives stored faces perception could not tell then
+                                                       # the identity they now clearly match; 0: never
     autostart: bool = False                            # configure (load the models) + activate at start-up;
                                                        # false: a launch system drives it (nodes/lifecycle.py)
 
@@ -190,6 +194,8 @@ class PerceptionNodeParams(PerceptionParams):
             raise ValueError("resend_after_s: must be > 0")
         if not 0 <= self.consolidate_every_h <= 24 * 365:
             raise ValueError(f"consolidate_every_h: {self.consolidate_every_h} (hours, 0 = on request only)")
+        if not 0 <= self.attach_after_idle_s <= 7 * 24 * 3600:
+            raise ValueError(f"attach_after_idle_s: {self.attach_after_idle_s} (seconds, 0 = never)")
 
 
 @dataclass(frozen=True)

@@ -224,9 +224,10 @@ def run_public_eval(questions_file, bag, out_dir, remaps: Optional[dict[str, str
     from ..agent.query_agent import AgentParams, QueryAgent
     from ..agent.tools import StoreMemoryClient
     from ..calendar_windows import local_date
+    from ..consolidate_memory import attach_in_process
     from ..ingest.offline import ingest_bag
     from ..ingest.selection import SelectionParams
-    from ..params import StoreParams
+    from ..params import ATTACH_AFTER_IDLE_S, StoreParams
     from ..perception.pipeline import Perception, PerceptionParams
     from ..progress import progress_bar
     from ..store import open_store
@@ -267,7 +268,8 @@ def run_public_eval(questions_file, bag, out_dir, remaps: Optional[dict[str, str
         perception = Perception(replace(perception_params or PerceptionParams(), data_dir=str(data)))
         report = ingest_bag(bag, store, perception, topics=topics, progress=progress,
                             selection=selection or SelectionParams(policy="psfr", segment_s=10.0,
-                                                                   frames_per_segment=6))
+                                                                   frames_per_segment=6),
+                            on_idle=lambda: attach_in_process(store, perception.identities), idle_s=ATTACH_AFTER_IDLE_S)
         log.info("%s", report.summary())
         if not report.stored:
             warnings.append(f"the memory is empty: none of the bag's {report.frames} frames was stored")

@@ -158,8 +158,9 @@ def _sim_bag_topics():
 
 def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     """A fresh memory for the variant (a rerun into the same directory starts over)."""
+    from ..consolidate_memory import attach_in_process
     from ..ingest.offline import ingest_bag
-    from ..params import StoreParams
+    from ..params import ATTACH_AFTER_IDLE_S, StoreParams
     from ..perception.pipeline import Perception, PerceptionParams
     from ..store import open_store
     if data.exists():
@@ -173,7 +174,8 @@ def _ingest(bag: Path, data: Path, variant: dict, progress: bool, truth=None):
     perception = Perception(PerceptionParams(data_dir=str(data), **people))
     annotate = _annotator(truth, variant)
     report = ingest_bag(str(bag), store, perception, progress=progress, annotate=annotate,
-                        selection=replace(SELECTION, policy=variant["selection"]), topics=_sim_bag_topics())
+                        selection=replace(SELECTION, policy=variant["selection"]), topics=_sim_bag_topics(),
+                        on_idle=lambda: attach_in_process(store, perception.identities), idle_s=ATTACH_AFTER_IDLE_S)
     perception.close()
     return store, report
 

@@ -64,6 +64,7 @@ class IngestReport:
     skipped_no_pose: int = 0            # dropped: the pose there had NaN/inf
     without_pose: int = 0               # no transform in time: selected and stored without a pose
     skipped_bad_image: int = 0
+    idle_passes: int = 0                # on_idle calls (idle gaps in the recording)
     wall_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)
 
@@ -89,10 +90,13 @@ def stamp_of(msg, fallback_ns: int) -> float:
 def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicParams(),
                selection: SelectionParams = SelectionParams(), episode_id: Optional[str] = None,
                progress: bool = True, describe_segments: bool = False,
-               annotate: Optional[Callable[[Observation], None]] = None) -> IngestReport:
+               annotate: Optional[Callable[[Observation], None]] = None,
+               on_idle: Optional[Callable[[], None]] = None, idle_s: float = 0.0) -> IngestReport:
     """Replay ``bag_path`` through selection and perception into ``store`` (a MemoryStore).
     ``annotate`` may edit each observation before it is stored (labelled ablations only, e.g.
-    the simulator's ground-truth object descriptions)."""
+    the simulator's ground-truth object descriptions).  ``on_idle`` runs wherever the recording
+    shows no keyframe for ``idle_s`` seconds (the robot idle: what a live stack does then, such as
+    perception's attach pass), before the next keyframe is perceived."""
     from ..store.image_files import insert_with_images   # params imports this module: store later
     start_wall = time.perf_counter()
     report = IngestReport(bag=str(bag_path))
@@ -117,10 +121,18 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
         total = bag.topics[topics.image_topic].count
         bar = progress_bar(total=total, desc=f"ingest {bag.path.name}", unit="frame", disable=not progress)
 
+        last_keyframe: list[float] = []
+
         def handle(selected):
             if not selected:
                 return
             keyframes = [s.payload for s in selected]
+            if on_idle is not None and idle_s > 0 and last_keyframe and keyframes[0].stamp - last_keyframe[0] >= idle_s:
+                t = time.perf_counter()
+                on_idle()
+                report.idle_passes += 1
+                stage["on_idle"] = stage.get("on_idle", 0.0) + time.perf_counter() - t
+            last_keyframe[:] = [keyframes[-1].stamp]
             for kf, s in zip(keyframes, selected):
                 kf.segment_id, kf.selection_score = s.segment_id, s.score
             observations = perception.process(keyframes, describe_together=describe_segments)

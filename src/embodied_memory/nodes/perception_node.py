@@ -15,7 +15,9 @@ Consolidation ("sleep", ``consolidate_memory.consolidate_live``) runs on a
 in its own callback group: it reads the stored sightings from ``data_dir/memory.sqlite3``
 read-only, rebuilds the identity state (split ids from its counter) and sends each move as an
 ``IdentitySplit`` on ``/memory/identity_changes``, kept (durably, in the identity state) and sent
-again until the memory acknowledges it.
+again until the memory acknowledges it.  Once no keyframe has come for ``attach_after_idle_s``
+(node clock: sim time in a replay) the attach pass runs, once per idle spell, the same way: it
+only gives identities to stored sightings without one whose face is now clearly someone's.
 
 Lifecycle (nodes/lifecycle.py): configure loads the models and the identity state (missing
 weights fail it, the reason logged) and starts the worker; activate subscribes to keyframes
@@ -66,7 +68,9 @@ class PerceptionNode(ManagedNode):
         self.health = h = NodeHealth(self)
         self._observations = self._merges = self._changes = self._acks = None   # created by the first configure
         self._consolidation = MutuallyExclusiveCallbackGroup()   # seconds of work: never on the keyframe path
-        self._consolidate_srv = self._consolidate_timer = None
+        self._consolidate_srv = self._consolidate_timer = self._idle_timer = None
+        self._last_perceived: float | None = None  # node clock (s) when the last keyframe was perceived
+        self._attach_due = False                   # keyframes perceived since the last attach pass
         self._queue: queue.Queue = queue.Queue(maxsize=p.max_queued_keyframes)
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._in_work: set[str] = set()            # queued or being perceived
@@ -132,6 +136,10 @@ class PerceptionNode(ManagedNode):
                 self.params.consolidate_every_h * 3600.0,      # may stop or leap
                 self.health.guard(self._on_timer, "consolidation"), callback_group=self._consolidation,
                 clock=steady_clock())
+        if self.params.attach_after_idle_s > 0:
+            self._idle_timer = self.create_timer(      # steady: checks the node clock's idle time
+                min(60.0, self.params.attach_after_idle_s / 4), self.health.guard(self._on_idle_check, "attach pass"),
+                callback_group=self._consolidation, clock=steady_clock())
 
     def _stop_serving(self) -> None:
         """Takes no keyframes any more (the frame selector keeps them); the worker finishes the
@@ -146,9 +154,10 @@ class PerceptionNode(ManagedNode):
         srv, self._consolidate_srv = self._consolidate_srv, None
         if srv is not None:
             self.destroy_service(srv)
-        timer, self._consolidate_timer = self._consolidate_timer, None
-        if timer is not None:
-            self.destroy_timer(timer)
+        for timer in (self._consolidate_timer, self._idle_timer):
+            if timer is not None:
+                self.destroy_timer(timer)
+        self._consolidate_timer = self._idle_timer = None
 
     def release(self) -> None:
         """Back to unconfigured: stop the worker, release the models (the identity state is saved)."""
@@ -277,6 +286,7 @@ class PerceptionNode(ManagedNode):
         for absorbed, survivor in self.perception.take_merges():
             self._publish_merge(absorbed, survivor)
         self.processed += 1
+        self._last_perceived, self._attach_due = self.get_clock().now().nanoseconds * 1e-9, True
         if self.processed % 50 == 0:
             self.perception.identities.save()
         return False
@@ -296,24 +306,24 @@ class PerceptionNode(ManagedNode):
         if perception is not None:
             perception.identities.acknowledged(merge=merge, change_id=change_id)
 
-    def _consolidate(self, dry_run: bool):
-        """One consolidation pass (the service's and the timer's, one at a time: one callback
+    def _consolidate(self, dry_run: bool, mode: str = "full"):
+        """One consolidation pass (the service's and the timers', one at a time: one callback
         group); returns its report."""
         with self._gate.entered() as active:      # a deactivation waits for the pass in hand
             if not active or self.perception is None:
                 raise RuntimeError("perception is not active")
-            report = self._consolidate_active(dry_run)
-        self.get_logger().info(f"consolidation: {report.summary()}")
+            report = self._consolidate_active(dry_run, mode)
+        self.get_logger().info(f"consolidation ({mode}): {report.summary()}")
         return report
 
-    def _consolidate_active(self, dry_run: bool):
+    def _consolidate_active(self, dry_run: bool, mode: str = "full"):
         perception = self.perception
         db = perception.data_dir / "memory.sqlite3"
         if not db.exists():
             raise FileNotFoundError(f"no memory at {db}: consolidation reads the memory node's database (give "
                                     "both nodes one data_dir)")
         forgotten_before = set(self.forgotten)
-        report, changes = consolidate_live(db, perception.identities, dry_run=dry_run)
+        report, changes = consolidate_live(db, perception.identities, dry_run=dry_run, mode=mode)
         if report.applied:     # the database may have been read before a forget: forgotten stays forgotten
             for identity in sorted(self.forgotten):
                 perception.identities.forget(identity, suppress=self.params.forgotten_person == "drop")
@@ -332,6 +342,17 @@ class PerceptionNode(ManagedNode):
 
     def _on_timer(self) -> None:
         self._consolidate(dry_run=False)
+
+    def _on_idle_check(self) -> None:
+        """The attach pass, once the robot has been idle ``attach_after_idle_s`` (once per idle spell;
+        again at the next check while the memory has not acknowledged an earlier pass's moves)."""
+        if not self._attach_due or self._last_perceived is None or \
+                self.get_clock().now().nanoseconds * 1e-9 - self._last_perceived < self.params.attach_after_idle_s:
+            return
+        if self.perception is not None and self.perception.identities.change_log:
+            return      # the memory has not acknowledged the last pass's moves yet
+        self._attach_due = False
+        self._consolidate(dry_run=False, mode="attach")
 
     def _on_forgotten(self, msg: IdentityForgotten) -> None:
         forgot = False

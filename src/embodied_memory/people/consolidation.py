@@ -38,10 +38,19 @@ class ConsolidationParams:
     eps: float = 0.45                 # average-linkage cut between face tracks (cosine distance)
     min_face_px: float = IdentityParams.min_face_px   # faces smaller than this do not place a track
     tracks: TrackParams = TrackParams()
+    # the attach pass (``attach``): an unidentified sighting's face joins the identity whose clear
+    # faces it is nearest, within ``attach_eps`` and ``attach_margin`` nearer than any other's
+    attach_eps: float = 0.45
+    attach_margin: float = 0.10
+    attach_min_face_px: float = 12.0  # a smaller face is never attached (below 12 px SFace confuses people)
+    k: int = IdentityParams.k         # a face's distance to an identity: 1 - mean of its k best cosines
 
     def validate(self) -> None:
         if not 0 < self.eps < 2 or self.min_face_px < 0:
             raise ValueError("consolidation eps: a cosine distance in (0, 2); min_face_px >= 0")
+        if not 0 < self.attach_eps < 2 or not 0 <= self.attach_margin < 2 or self.attach_min_face_px < 0 or self.k < 1:
+            raise ValueError("consolidation attach_eps: a cosine distance in (0, 2); attach_margin in [0, 2); "
+                             "attach_min_face_px >= 0; k >= 1")
         self.tracks.validate()
 
 
@@ -241,3 +250,55 @@ def consolidate(sightings: Sequence[StoredSighting], params: ConsolidationParams
     log.info("consolidation: %d face tracks -> %d clusters; %d merges, %d splits, %d sightings relabelled",
              len(tracks), len(groups), len(plan.merges), len(plan.splits), len(plan.labels))
     return plan
+
+
+def attach(sightings: Sequence[StoredSighting], params: ConsolidationParams = ConsolidationParams(),
+           pinned: Iterable[int] = ()) -> ConsolidationPlan:
+    """The attach pass: a plan that only gives identities to sightings without one, never moves an
+    identified sighting.  Online assignment judges a small face against the exemplars an identity
+    had then (often none yet: a person first seen far away); here it is judged against every
+    clear face the memory holds.  A face (at least ``attach_min_face_px``) joins the nearest
+    identity within ``attach_eps`` that is ``attach_margin`` nearer than the next, unless another
+    sighting of its keyframe holds that identity (two people) or is attached to it more closely.
+    ``pinned``: sightings an operator took an identity from (never given one again)."""
+    params.validate()
+    exemplars: dict[str, list[np.ndarray]] = defaultdict(list)
+    for s in sightings:
+        if s.identity_id and s.face_embedding is not None and clear_face(face_px(s.face_box), params.min_face_px):
+            exemplars[s.identity_id].append(_unit_rows(s.face_embedding))
+    pinned = set(pinned)
+    candidates = [s for s in sightings if not s.identity_id and s.face_embedding is not None and
+                  s.sighting_id not in pinned and face_px(s.face_box) >= params.attach_min_face_px]
+    plan = ConsolidationPlan()
+    if not exemplars or not candidates:
+        return plan
+    dim = Counter(len(v[0]) for v in exemplars.values()).most_common(1)[0][0]
+    idents = sorted(i for i, v in exemplars.items() if len(v[0]) == dim)
+    banks = [np.stack(exemplars[i]) for i in idents]
+    held: dict[int, set[str]] = defaultdict(set)
+    for s in sightings:
+        if s.identity_id:
+            held[s.obs].add(s.identity_id)
+    best: dict[tuple[int, str], tuple[float, int]] = {}     # (keyframe, identity) -> (distance, sighting)
+    for s in candidates:
+        face = _unit_rows(s.face_embedding)
+        if len(face) != dim:
+            continue
+        dist = np.array([1.0 - float(np.mean(np.sort(bank @ face)[-params.k:])) for bank in banks])
+        order = np.argsort(dist)
+        first = int(order[0])
+        second = float(dist[order[1]]) if len(order) > 1 else 2.0
+        if dist[first] > params.attach_eps or second - dist[first] < params.attach_margin or \
+                idents[first] in held[s.obs]:
+            continue
+        key = (s.obs, idents[first])
+        if key not in best or dist[first] < best[key][0]:
+            best[key] = (float(dist[first]), s.sighting_id)
+    plan.labels = {sid: ident for (_, ident), (_, sid) in best.items()}
+    log.info("attach: %d of %d unidentified faces given an identity", len(plan.labels), len(candidates))
+    return plan
+
+
+def _unit_rows(vec) -> np.ndarray:
+    v = np.asarray(vec, np.float32).reshape(-1)
+    return v / (np.linalg.norm(v) or 1.0)

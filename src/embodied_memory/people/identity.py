@@ -659,6 +659,15 @@ class IdentityManager:
             if self.path is not None:
                 self._save_locked()
 
+    def keep_apart(self, pairs: Iterable[tuple[str, str]], changes: list[dict] = ()) -> None:
+        """Identity pairs now known to be two people (an attach pass put them in one keyframe)
+        become cannot-links and ``changes`` join the change log; exemplars stay.  Durable at once."""
+        with self._lock:
+            self._cannot |= {(min(a, b), max(a, b)) for a, b in pairs}
+            self.change_log = self.change_log + list(changes)
+            if self.path is not None:
+                self._save_locked()
+
     def forget(self, identity_id: str, suppress: bool = False) -> bool:
         """Drop an identity's id, face points and re-ID embeddings (privacy), durably at once
         (the snapshot is rewritten and the journal, which held its points, emptied).  Its id is

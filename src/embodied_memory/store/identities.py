@@ -74,10 +74,11 @@ def read_distinct_pairs(conn) -> set[tuple[str, str]]:
 
 
 def read_pinned_sightings(conn) -> set[int]:
-    """Sightings an operator kept with their identity by undoing the split that took them away:
-    consolidation never moves them again."""
+    """Sightings an operator kept where they were by undoing the split that took them away, or
+    the assignment or track fill that gave them an identity: consolidation never moves them again."""
     return {int(i) for (ids,) in conn.execute(
-        "SELECT sightings FROM identity_changes WHERE undone IS NOT NULL AND kind='split'") for i in json.loads(ids)}
+        "SELECT sightings FROM identity_changes WHERE undone IS NOT NULL AND kind IN ('split', 'assign', 'track')")
+            for i in json.loads(ids)}
 
 
 def _prior(conn, source: str, target: str) -> str:
