@@ -176,6 +176,27 @@ def test_a_body_too_small_to_tell_apart_is_not_reidentified():
     assert same.identity_id == carol.identity_id
 
 
+def test_a_small_face_joins_only_close_and_a_tiny_face_is_no_evidence():
+    """Quality gates by face size: a 14 px face (under ``min_face_px``) joins Ann only within
+    ``eps_low_quality`` and opens nothing; a 10 px face (under ``min_match_face_px``) matches
+    nobody, even Ann's own face, and does not contradict the track it walks in."""
+    from embodied_memory.people.identity import Evidence
+    p = IdentityParams(min_samples=1)
+    assert p.min_match_face_px <= 10 + 2 <= p.min_face_px - 2
+    manager = IdentityManager(p)
+    [ann] = manager.assign_frame(0.0, [Evidence(at(0), face_px=40.0, position=(0.0, 0.0), box=(0, 0, 40, 120))])
+    close, far_off = at(55), at(75)          # 0.43 and 0.74 from Ann (cosine distance)
+    assert [manager.assign_frame(100.0 * (i + 1), [Evidence(face, face_px=14.0, position=(9.0 * i, 30.0),
+                                                           box=(0, 0, 20, 60))])[0].identity_id
+            for i, face in enumerate((close, far_off))] == [ann.identity_id, ""]
+    tiny = manager.assign_frame(500.0, [Evidence(at(0), face_px=10.0, position=(50.0, 50.0), box=(0, 0, 15, 45))])[0]
+    assert tiny.identity_id == "" and tiny.via == "none"
+    # Ann walks on (one track): a tiny face of someone else does not break her track
+    [walk] = manager.assign_frame(600.0, [Evidence(at(0), face_px=40.0, position=(0.0, 0.0), box=(0, 0, 40, 120))])
+    [on] = manager.assign_frame(602.0, [Evidence(at(120), face_px=10.0, position=(0.5, 0.0), box=(0, 0, 40, 120))])
+    assert on.identity_id == ann.identity_id == walk.identity_id and on.via == "track"
+
+
 def _kill(manager):
     """What kill -9 leaves: no save(), the journal as written so far, the lock released."""
     manager._journal.flush()

@@ -40,9 +40,9 @@ class ConsolidationParams:
     tracks: TrackParams = TrackParams()
     # the attach pass (``attach``): an unidentified sighting's face joins the identity whose clear
     # faces it is nearest, within ``attach_eps`` and ``attach_margin`` nearer than any other's
-    attach_eps: float = 0.45
+    attach_eps: float = IdentityParams.eps_low_quality
     attach_margin: float = 0.10
-    attach_min_face_px: float = 12.0  # a smaller face is never attached (below 12 px SFace confuses people)
+    attach_min_face_px: float = IdentityParams.min_match_face_px   # a smaller face is never attached
     k: int = IdentityParams.k         # a face's distance to an identity: 1 - mean of its k best cosines
 
     def validate(self) -> None:

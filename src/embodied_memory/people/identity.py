@@ -76,7 +76,10 @@ class IdentityParams:
     k: int = 3                        # exemplars averaged for a face's distance to an identity
     merge_eps: float = 0.40           # max centroid (average-linkage) distance for an online merge
     min_face_px: float = 16.0         # a smaller face (its box's shorter side) opens no identity, adds no exemplar
-    eps_low_quality: float = 0.40     # ... and joins an identity only this close
+    eps_low_quality: float = 0.45     # ... and joins an identity only this close
+    min_match_face_px: float = 12.0   # a face smaller still is no evidence (matches, and contradicts, nobody): on
+                                      # the benchmark worlds SFace put 12-16 px faces within 0.45 of the right person
+                                      # only, and under 12 px 5 of 38 of those within 0.40 on someone else
     track_eps: float = 0.65           # a track's face within this of the track's identity keeps it
     reid_window_s: float = 12 * 3600.0  # body re-ID is evidence within this long only (clothes change daily)
     reid_min_px: float = 120.0        # ... and only for a body box this tall (pixels): the generic features of a
@@ -89,6 +92,8 @@ class IdentityParams:
             raise ValueError("identity eps, merge_eps, eps_low_quality, track_eps: cosine distances in (0, 2)")
         if self.min_samples < 1 or self.k < 1 or self.max_exemplars < self.k or self.min_face_px < 0:
             raise ValueError("identity min_samples, k >= 1; max_exemplars >= k; min_face_px >= 0")
+        if not 0 <= self.min_match_face_px <= self.min_face_px:
+            raise ValueError("identity min_match_face_px: in [0, min_face_px]")
         if not self.reid_window_s > 0 or not 0 <= self.reid_threshold < 2 or self.reid_min_px < 0:
             raise ValueError("identity reid_window_s > 0, reid_threshold a cosine distance in [0, 2), "
                              "reid_min_px >= 0")
@@ -395,6 +400,8 @@ class IdentityManager:
         p = self.params
         sightings = [replace(e, reid=None) if e.reid is not None and 0 < e.box[3] - e.box[1] < p.reid_min_px else e
                      for e in sightings]     # too small a body to tell people apart by (journalled as given)
+        sightings = [replace(e, face=None) if e.face is not None and 0 < e.face_px < p.min_match_face_px else e
+                     for e in sightings]     # too small a face to tell people apart by (journalled as given)
         for e in sightings:
             if e.face is not None and self._faces.size and e.face.shape[0] != self._faces.shape[1]:
                 raise ValueError(f"face embedding has {e.face.shape[0]} values, earlier ones {self._faces.shape[1]}")
