@@ -469,3 +469,23 @@ def test_the_attach_mode_of_a_consolidation_pass_only_gives_identities(tmp_path)
     with pytest.raises(ValueError, match="mode"):
         consolidate_memory(store, data / "identities", mode="everything")
     store.close()
+
+
+def test_each_attached_sighting_is_undone_on_its_own_and_never_to_an_identity_merged_away(tmp_path):
+    from embodied_memory.consolidate_memory import attach_in_process
+    data = tmp_path / "mem"
+    store = memory(data)
+    first, second = _far_ann(store, 20), _far_ann(store, 21)
+    manager = IdentityManager(IdentityParams(), data / "identities")
+    assert attach_in_process(store, manager).relabelled == 2
+    changes = [c for c in store.identity_changes() if c["kind"] == "assign"]
+    assert len(changes) == 2 and all(c["sightings"] == 1 for c in changes)
+    assert store.undo_identity_change(changes[0]["change"]) == 1     # the operator rejects one of them
+    held = dict(store._conn().execute("SELECT id, identity_id FROM sightings WHERE id IN (?, ?)", (first, second)))
+    assert set(held.values()) == {None, "person_0001"}
+    store.merge_identities("person_0002", "person_0001")
+    undone = next(sid for sid, ident in held.items() if ident is None)
+    with pytest.raises(StoreError, match="merged away"):
+        store.relabel_sightings([("assign", "", "person_0002", [undone])])
+    manager.close()
+    store.close()

@@ -158,3 +158,11 @@ def test_the_attach_pass_skips_tiny_faces_ambiguous_faces_and_sightings_an_opera
     plan = attach(w.rows, ConsolidationParams(attach_eps=1.5, attach_margin=0.1))
     assert plan.labels == {}                   # as near Ann as Ben: no margin
     assert attach(w.rows, ConsolidationParams(attach_eps=1.5, attach_margin=0.0)).labels != {}
+
+
+def test_the_attach_pass_leaves_forgotten_faces_and_identities_in_doubt_alone():
+    w = _known_people(World())
+    w.frame([(0, "", 0)], face_px=13)          # Ann far away ...
+    assert attach(w.rows, forgotten=lambda f: float(f @ CENTRES[0] / np.linalg.norm(CENTRES[0])) > 0.8).labels == {}
+    w.frame([(1, "person_0001", 0), (0, "person_0001", 5)])    # ... but person_0001 once held two people
+    assert attach(w.rows).labels == {}

@@ -300,3 +300,17 @@ def test_forget_with_suppress_stops_recording_the_face(tmp_path):
     later = restarted.assign(face_of(0))
     assert later.identity_id == "" and later.via == "suppressed"
     assert restarted.assign(face_of(1)).identity_id == kept
+    from embodied_memory.people.identity import Evidence    # far away too: a 10 px face is no evidence, but
+    [far] = restarted.assign_frame(10.0, [Evidence(face_of(0), face_px=10.0)])   # never recorded either
+    assert far.via == "suppressed"
+
+
+def test_a_camera_with_smaller_clear_faces_lowers_the_match_floor_with_them(tmp_path):
+    from embodied_memory.perception.pipeline import Perception, PerceptionParams
+    perception = Perception(PerceptionParams(data_dir=str(tmp_path), text_embedder="hash", image_embedder="none",
+                                             person_detector="none", face_backend="none", reid="none",
+                                             identity_min_face_px=8.0))
+    try:
+        assert perception.identities.params.min_match_face_px == 8.0
+    finally:
+        perception.close()

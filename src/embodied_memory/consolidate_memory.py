@@ -75,22 +75,25 @@ MODES = ("full", "attach")
 
 def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued: int, id_prefix: str,
           new_id, constraints: tuple[set[tuple[str, str]], set[int]],
-          mode: str = "full") -> tuple[ConsolidationReport, ConsolidationPlan]:
+          mode: str = "full", forgotten=None) -> tuple[ConsolidationReport, ConsolidationPlan]:
     """``constraints``: the operator's undos (``MemoryStore.operator_constraints``); ``new_id``:
-    issues a split's id (None: the ids after ``issued``, taken by the caller if it applies them)."""
+    issues a split's id (None: the ids after ``issued``, taken by the caller if it applies them);
+    ``forgotten(face)``: a forgotten person's face (the attach pass leaves it alone)."""
     if mode not in MODES:
         raise ValueError(f"consolidation mode {mode!r}: one of {', '.join(MODES)}")
     distinct, pinned = constraints
     if new_id is None:
         numbers = itertools.count(issued + 1)
         new_id = lambda: f"{id_prefix}{next(numbers):04d}"    # noqa: E731
-    plan = attach(sightings, params, pinned=pinned) if mode == "attach" else \
+    plan = attach(sightings, params, pinned=pinned, forgotten=forgotten) if mode == "attach" else \
         consolidate(sightings, params, names=names, new_id=new_id, taken_ids={f"{id_prefix}{issued:04d}"},
                     distinct=distinct, pinned=pinned)
+    moves = [("assign", "", target, [sid]) for sid, target in sorted(plan.labels.items())] if mode == "attach" else \
+        moves_of(plan, {s.sighting_id: s.identity_id for s in sightings})    # attached: each undone on its own
     report = ConsolidationReport(sightings=len(sightings), tracks=plan.tracks, merges=list(plan.merges),
                                  splits=[(s.source, s.identity_id, len(s.sightings)) for s in plan.splits],
                                  split_sightings=[list(s.sightings) for s in plan.splits], relabelled=len(plan.labels),
-                                 moves=moves_of(plan, {s.sighting_id: s.identity_id for s in sightings}))
+                                 moves=moves)
     return report, plan
 
 
@@ -130,6 +133,14 @@ def _rebuild_after(manager: IdentityManager, sightings, plan: ConsolidationPlan,
     manager.rebuild(faces, apart=apart, keep=keep, changes=changes)
 
 
+def params_for(manager_params: IdentityParams) -> ConsolidationParams:
+    """Consolidation as perception's identity settings see faces: what is clear, what may be
+    attached, how near."""
+    return ConsolidationParams(min_face_px=manager_params.min_face_px, attach_eps=manager_params.eps_low_quality,
+                               attach_min_face_px=manager_params.min_match_face_px, k=manager_params.k,
+                               max_exemplars=manager_params.max_exemplars)
+
+
 def _after_attach(manager: IdentityManager, sightings, plan: ConsolidationPlan, changes: list[dict] = ()) -> None:
     """An attach pass leaves the exemplars alone; whoever now shares a keyframe with an attached
     sighting is another person (a cannot-link), and the moves wait in the change log."""
@@ -151,7 +162,7 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
     stopped: ``embodied-memory consolidate``, the inspector on a memory at rest).  A dry run only
     reads (perception may hold the state); applying needs the state's lock.  ``only``: apply just
     these moves (numbered from 1 as the summary lists them; the operator rejects the others)."""
-    params = params or ConsolidationParams(min_face_px=identity_params.min_face_px)
+    params = params or params_for(identity_params)
     sightings = store.sighting_evidence(reid=False)
     names = store.display_names()
     constraints = store.operator_constraints()
@@ -164,7 +175,8 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
         manager.issue_past(store.highest_identity(identity_params.id_prefix))
         issued = manager.issued
     try:
-        report, plan = _plan(sightings, names, params, issued, identity_params.id_prefix, None, constraints, mode)
+        report, plan = _plan(sightings, names, params, issued, identity_params.id_prefix, None, constraints, mode,
+                             None if manager is None else manager.suppressed)
         report.dry_run = dry_run
         if only is not None:
             report, plan = _selected(report, plan, only)
@@ -196,7 +208,7 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Optional[C
     ``manager``, which is rebuilt at once (identities the database does not hold yet keep their
     exemplars) with the moves for the memory in its change log, in one snapshot; the moves are
     returned as change records (``change_records``: ``IdentitySplit`` messages to send)."""
-    params = params or ConsolidationParams(min_face_px=manager.params.min_face_px)   # perception's clear faces
+    params = params or params_for(manager.params)
     if manager.change_log and not dry_run:
         raise ChangesPending(f"{len(manager.change_log)} identity change(s) of an earlier pass not yet acknowledged "
                              "by the memory (is the memory node running?)")
@@ -209,7 +221,7 @@ def consolidate_live(db_path: Path, manager: IdentityManager, params: Optional[C
     finally:
         conn.close()
     report, plan = _plan(sightings, names, params, manager.issued, manager.params.id_prefix,
-                         None if dry_run else manager.issue_id, constraints, mode)
+                         None if dry_run else manager.issue_id, constraints, mode, manager.suppressed)
     report.dry_run = dry_run
     if dry_run or plan.empty:
         return report, []
@@ -228,10 +240,10 @@ def attach_in_process(store, manager: IdentityManager,
                       params: Optional[ConsolidationParams] = None) -> ConsolidationReport:
     """The attach pass on a store and an identity state this process holds (the offline ingest's,
     when the recording shows the robot idle): applied at once, nothing to acknowledge."""
-    params = params or ConsolidationParams(min_face_px=manager.params.min_face_px)
+    params = params or params_for(manager.params)
     sightings = store.sighting_evidence(reid=False)
     report, plan = _plan(sightings, {}, params, manager.issued, manager.params.id_prefix, None,
-                         store.operator_constraints(), "attach")
+                         store.operator_constraints(), "attach", manager.suppressed)
     if not plan.empty:
         store.relabel_sightings(report.moves)
         _after_attach(manager, sightings, plan)

@@ -69,8 +69,8 @@ class PerceptionNode(ManagedNode):
         self._observations = self._merges = self._changes = self._acks = None   # created by the first configure
         self._consolidation = MutuallyExclusiveCallbackGroup()   # seconds of work: never on the keyframe path
         self._consolidate_srv = self._consolidate_timer = self._idle_timer = None
-        self._last_perceived: float | None = None  # node clock (s) when the last keyframe was perceived
-        self._attach_due = False                   # keyframes perceived since the last attach pass
+        self._last_perceived = 0.0                 # node clock (s) when the last keyframe was perceived (0: none)
+        self._attached_at = 0                      # self.processed when the last attach pass began
         self._queue: queue.Queue = queue.Queue(maxsize=p.max_queued_keyframes)
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._in_work: set[str] = set()            # queued or being perceived
@@ -286,7 +286,7 @@ class PerceptionNode(ManagedNode):
         for absorbed, survivor in self.perception.take_merges():
             self._publish_merge(absorbed, survivor)
         self.processed += 1
-        self._last_perceived, self._attach_due = self.get_clock().now().nanoseconds * 1e-9, True
+        self._last_perceived = self.get_clock().now().nanoseconds * 1e-9   # 0 before a sim clock starts
         if self.processed % 50 == 0:
             self.perception.identities.save()
         return False
@@ -313,7 +313,8 @@ class PerceptionNode(ManagedNode):
             if not active or self.perception is None:
                 raise RuntimeError("perception is not active")
             report = self._consolidate_active(dry_run, mode)
-        self.get_logger().info(f"consolidation ({mode}): {report.summary()}")
+        summary = report.summary()
+        self.get_logger().info(f"consolidation ({mode}): " + (summary.splitlines()[0] if mode == "attach" else summary))
         return report
 
     def _consolidate_active(self, dry_run: bool, mode: str = "full"):
@@ -344,15 +345,22 @@ class PerceptionNode(ManagedNode):
         self._consolidate(dry_run=False)
 
     def _on_idle_check(self) -> None:
-        """The attach pass, once the robot has been idle ``attach_after_idle_s`` (once per idle spell;
-        again at the next check while the memory has not acknowledged an earlier pass's moves)."""
-        if not self._attach_due or self._last_perceived is None or \
-                self.get_clock().now().nanoseconds * 1e-9 - self._last_perceived < self.params.attach_after_idle_s:
+        """The attach pass, once the robot has been idle ``attach_after_idle_s`` of node clock after
+        perceiving a keyframe: once per idle spell, when the memory holds everything perception sent
+        (observations, merges and earlier moves acknowledged); a pass that fails is tried again at
+        the next check.  A replay's sim clock that stops at the end of the bag never gets there."""
+        perception, seen = self.perception, self.processed
+        now = self.get_clock().now().nanoseconds * 1e-9
+        if seen == self._attached_at or self._last_perceived <= 0 or \
+                now - self._last_perceived < self.params.attach_after_idle_s or perception is None:
             return
-        if self.perception is not None and self.perception.identities.change_log:
-            return      # the memory has not acknowledged the last pass's moves yet
-        self._attach_due = False
+        if perception.identities.change_log or perception.identities.merge_log or self._observations.unacknowledged:
+            return      # the memory does not hold all of it yet: the pass would plan on an older memory
+        if not (perception.data_dir / "memory.sqlite3").exists():
+            self._attached_at = seen       # no memory beside us (another data_dir): nothing to attach to
+            return
         self._consolidate(dry_run=False, mode="attach")
+        self._attached_at = seen
 
     def _on_forgotten(self, msg: IdentityForgotten) -> None:
         forgot = False

@@ -44,13 +44,15 @@ class ConsolidationParams:
     attach_margin: float = 0.10
     attach_min_face_px: float = IdentityParams.min_match_face_px   # a smaller face is never attached
     k: int = IdentityParams.k         # a face's distance to an identity: 1 - mean of its k best cosines
+    max_exemplars: int = IdentityParams.max_exemplars   # ... among its latest this many clear faces
 
     def validate(self) -> None:
         if not 0 < self.eps < 2 or self.min_face_px < 0:
             raise ValueError("consolidation eps: a cosine distance in (0, 2); min_face_px >= 0")
-        if not 0 < self.attach_eps < 2 or not 0 <= self.attach_margin < 2 or self.attach_min_face_px < 0 or self.k < 1:
+        if not 0 < self.attach_eps < 2 or not 0 <= self.attach_margin < 2 or self.attach_min_face_px < 0 or \
+                self.k < 1 or self.max_exemplars < 1:
             raise ValueError("consolidation attach_eps: a cosine distance in (0, 2); attach_margin in [0, 2); "
-                             "attach_min_face_px >= 0; k >= 1")
+                             "attach_min_face_px >= 0; k, max_exemplars >= 1")
         self.tracks.validate()
 
 
@@ -253,19 +255,27 @@ def consolidate(sightings: Sequence[StoredSighting], params: ConsolidationParams
 
 
 def attach(sightings: Sequence[StoredSighting], params: ConsolidationParams = ConsolidationParams(),
-           pinned: Iterable[int] = ()) -> ConsolidationPlan:
+           pinned: Iterable[int] = (), forgotten: Optional[Callable[[np.ndarray], bool]] = None) -> ConsolidationPlan:
     """The attach pass: a plan that only gives identities to sightings without one, never moves an
     identified sighting.  Online assignment judges a small face against the exemplars an identity
-    had then (often none yet: a person first seen far away); here it is judged against every
-    clear face the memory holds.  A face (at least ``attach_min_face_px``) joins the nearest
-    identity within ``attach_eps`` that is ``attach_margin`` nearer than the next, unless another
-    sighting of its keyframe holds that identity (two people) or is attached to it more closely.
-    ``pinned``: sightings an operator took an identity from (never given one again)."""
+    had then (often none yet: a person first seen far away); here it is judged against the
+    identity's latest ``max_exemplars`` clear faces in the memory.  A face (at least
+    ``attach_min_face_px``) joins the nearest identity within ``attach_eps`` that is
+    ``attach_margin`` nearer than the next, unless another sighting of its keyframe holds that
+    identity (two people) or is attached to it more closely, or the identity is itself in doubt
+    (twice in one keyframe: two people in one identity).  ``pinned``: sightings an operator took
+    an identity from (never given one again); ``forgotten(face)``: true for a forgotten person's
+    face (left alone)."""
     params.validate()
     exemplars: dict[str, list[np.ndarray]] = defaultdict(list)
+    held: dict[int, Counter] = defaultdict(Counter)
     for s in sightings:
-        if s.identity_id and s.face_embedding is not None and clear_face(face_px(s.face_box), params.min_face_px):
+        if not s.identity_id:
+            continue
+        held[s.obs][s.identity_id] += 1
+        if s.face_embedding is not None and clear_face(face_px(s.face_box), params.min_face_px):
             exemplars[s.identity_id].append(_unit_rows(s.face_embedding))
+    doubtful = {ident for counts in held.values() for ident, n in counts.items() if n > 1}
     pinned = set(pinned)
     candidates = [s for s in sightings if not s.identity_id and s.face_embedding is not None and
                   s.sighting_id not in pinned and face_px(s.face_box) >= params.attach_min_face_px]
@@ -274,26 +284,31 @@ def attach(sightings: Sequence[StoredSighting], params: ConsolidationParams = Co
         return plan
     dim = Counter(len(v[0]) for v in exemplars.values()).most_common(1)[0][0]
     idents = sorted(i for i, v in exemplars.items() if len(v[0]) == dim)
-    banks = [np.stack(exemplars[i]) for i in idents]
-    held: dict[int, set[str]] = defaultdict(set)
-    for s in sightings:
-        if s.identity_id:
-            held[s.obs].add(s.identity_id)
+    banks = [np.stack(exemplars[i][-params.max_exemplars:]) for i in idents]
+    bank = np.concatenate(banks)
+    starts = np.concatenate([[0], np.cumsum([len(b) for b in banks])[:-1]])
+    faces = [(s, _unit_rows(s.face_embedding)) for s in candidates]
+    faces = [(s, f) for s, f in faces if len(f) == dim and not (forgotten is not None and forgotten(f))]
     best: dict[tuple[int, str], tuple[float, int]] = {}     # (keyframe, identity) -> (distance, sighting)
-    for s in candidates:
-        face = _unit_rows(s.face_embedding)
-        if len(face) != dim:
-            continue
-        dist = np.array([1.0 - float(np.mean(np.sort(bank @ face)[-params.k:])) for bank in banks])
-        order = np.argsort(dist)
-        first = int(order[0])
-        second = float(dist[order[1]]) if len(order) > 1 else 2.0
-        if dist[first] > params.attach_eps or second - dist[first] < params.attach_margin or \
-                idents[first] in held[s.obs]:
-            continue
-        key = (s.obs, idents[first])
-        if key not in best or dist[first] < best[key][0]:
-            best[key] = (float(dist[first]), s.sighting_id)
+    for chunk in range(0, len(faces), 512):
+        part = faces[chunk:chunk + 512]
+        sims = np.stack([f for _, f in part]) @ bank.T            # faces x exemplars
+        dist = np.full((len(part), len(idents)), np.inf)
+        for j, (start, b) in enumerate(zip(starts, banks)):       # 1 - mean of each identity's k best
+            k = min(params.k, len(b))
+            block = sims[:, start:start + len(b)]
+            dist[:, j] = 1.0 - np.partition(block, len(b) - k, axis=1)[:, len(b) - k:].mean(axis=1)
+        order = np.argsort(dist, axis=1)
+        for row, (s, _) in enumerate(part):
+            first = int(order[row, 0])
+            second = float(dist[row, order[row, 1]]) if len(idents) > 1 else 2.0
+            ident = idents[first]
+            if dist[row, first] > params.attach_eps or second - dist[row, first] < params.attach_margin or \
+                    ident in held[s.obs] or ident in doubtful:
+                continue
+            key = (s.obs, ident)
+            if key not in best or dist[row, first] < best[key][0]:
+                best[key] = (float(dist[row, first]), s.sighting_id)
     plan.labels = {sid: ident for (_, ident), (_, sid) in best.items()}
     log.info("attach: %d of %d unidentified faces given an identity", len(plan.labels), len(candidates))
     return plan

@@ -400,16 +400,15 @@ class IdentityManager:
         p = self.params
         sightings = [replace(e, reid=None) if e.reid is not None and 0 < e.box[3] - e.box[1] < p.reid_min_px else e
                      for e in sightings]     # too small a body to tell people apart by (journalled as given)
-        sightings = [replace(e, face=None) if e.face is not None and 0 < e.face_px < p.min_match_face_px else e
-                     for e in sightings]     # too small a face to tell people apart by (journalled as given)
         for e in sightings:
             if e.face is not None and self._faces.size and e.face.shape[0] != self._faces.shape[1]:
                 raise ValueError(f"face embedding has {e.face.shape[0]} values, earlier ones {self._faces.shape[1]}")
         results: list[Optional[Assignment]] = [None] * len(sightings)
-        for i, e in enumerate(sightings):
-            if e.face is not None and len(self._suppressed) and e.face.shape[0] == self._suppressed.shape[1] and \
-                    float(np.max(self._suppressed @ e.face)) >= 1.0 - p.eps:
-                results[i] = Assignment("", 0.0, "suppressed")   # a forgotten person: not recorded
+        for i, e in enumerate(sightings):     # however small the face: a forgotten person is not recorded
+            if self.suppressed(e.face):
+                results[i] = Assignment("", 0.0, "suppressed")
+        sightings = [replace(e, face=None) if e.face is not None and 0 < e.face_px < p.min_match_face_px else e
+                     for e in sightings]     # too small a face to tell people apart by (journalled as given)
         live = [i for i in range(len(sightings)) if results[i] is None]
         tracks = dict(zip(live, self._tracks.associate(t, [(sightings[i].position, sightings[i].box) for i in live])))\
             if t is not None else {}
@@ -665,6 +664,11 @@ class IdentityManager:
             self.change_log = self.change_log + list(changes)   # until acknowledged: never trimmed
             if self.path is not None:
                 self._save_locked()
+
+    def suppressed(self, face: Optional[np.ndarray]) -> bool:
+        """Whether a (unit) face is within ``eps`` of a forgotten person's (do-not-record bank)."""
+        return face is not None and len(self._suppressed) > 0 and face.shape[0] == self._suppressed.shape[1] and \
+            float(np.max(self._suppressed @ face)) >= 1.0 - self.params.eps
 
     def keep_apart(self, pairs: Iterable[tuple[str, str]], changes: list[dict] = ()) -> None:
         """Identity pairs now known to be two people (an attach pass put them in one keyframe)

@@ -126,6 +126,8 @@ class Perception:
         self.text_embedder = make_text_embedder(p.text_embedder, 384)
         self.identities = IdentityManager(replace(IdentityParams(), eps=p.identity_eps, min_samples=p.identity_min_samples,
                                                   merge_eps=p.identity_merge_eps, min_face_px=p.identity_min_face_px,
+                                                  min_match_face_px=min(IdentityParams.min_match_face_px,
+                                                                        p.identity_min_face_px),
                                                   reid_threshold=p.reid_threshold, reid_window_s=p.reid_window_s),
                                           self.data_dir / "identities")
         # identity merges not yet sent to the memory: at start every merge so far (the memory may

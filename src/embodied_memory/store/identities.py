@@ -76,9 +76,10 @@ def read_distinct_pairs(conn) -> set[tuple[str, str]]:
 def read_pinned_sightings(conn) -> set[int]:
     """Sightings an operator kept where they were by undoing the split that took them away, or
     the assignment or track fill that gave them an identity: consolidation never moves them again."""
-    return {int(i) for (ids,) in conn.execute(
-        "SELECT sightings FROM identity_changes WHERE undone IS NOT NULL AND kind IN ('split', 'assign', 'track')")
-            for i in json.loads(ids)}
+    return {int(i) for (ids,) in conn.execute(   # not the assignments undone with their split: nobody judged them
+        "SELECT sightings FROM identity_changes c WHERE undone IS NOT NULL AND (kind='split' OR kind IN ('assign', "
+        "'track') AND NOT EXISTS (SELECT 1 FROM identity_changes s WHERE s.kind='split' AND s.target=c.target AND "
+        "s.undone IS NOT NULL))") for i in json.loads(ids)}
 
 
 def _prior(conn, source: str, target: str) -> str:
@@ -226,9 +227,10 @@ class IdentitiesMixin:
                     (source, *part))]
             if not moved:       # done before (a change sent again) or nothing of it left
                 continue
-            if kind == "split" and conn.execute("SELECT 1 FROM identity_aliases WHERE alias_id=?",
-                                                (target,)).fetchone():
-                raise StoreError(f"split {source} -> {target}: {target} was merged away (ids are never reused)")
+            if kind in ("split", "assign") and conn.execute("SELECT 1 FROM identity_aliases WHERE alias_id=?",
+                                                            (target,)).fetchone():
+                raise StoreError(f"{kind} {source or 'no identity'} -> {target}: {target} was merged away (ids are "
+                                 "never reused)")
             total += len(moved)
             if target:          # "": back to no identity (an assignment undone)
                 conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
