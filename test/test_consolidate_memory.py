@@ -266,13 +266,14 @@ def test_the_command_proposes_applies_lists_and_undoes(tmp_path):
     data = tmp_path / "mem"
     memory(data).close()
     code, out = cli("--dry-run", "--attach-only")
-    assert code == 0 and "0 splits" in out and "0 sightings given" in out    # every face here has an identity
+    assert code == 0 and "attach pass over 11 sightings: 0 without an identity given one" in out   # all have one
     code, out = cli("--dry-run")
     assert code == 0 and "1 splits" in out and "dry run: nothing changed" in out and "--only 1,3" in out
     code, out = cli("--only", "9")
     assert code == 2 and "no move 9" in out
     code, out = cli()
     assert code == 0 and "split 4 sightings of person_0001 -> person_0003" in out
+    assert "journalled as identity change" in out and "--undo N" in out
     before = (data / "memory.sqlite3").stat().st_mtime_ns
     code, out = cli("--journal")
     split = next(line for line in out.splitlines() if " split " in line)
@@ -283,6 +284,9 @@ def test_the_command_proposes_applies_lists_and_undoes(tmp_path):
     assert code == 0 and "4 sightings moved back" in out
     code, out = cli("--undo", "999")
     assert code == 2 and "no identity change 999" in out
+    before = (data / "memory.sqlite3").stat().st_mtime_ns
+    code, out = cli("--undo", "0")          # not "no --undo": nothing is consolidated
+    assert code == 2 and "no identity change 0" in out and (data / "memory.sqlite3").stat().st_mtime_ns == before
 
 
 def test_an_undone_split_is_not_split_again_by_the_next_pass(tmp_path):
@@ -463,7 +467,8 @@ def test_the_attach_mode_of_a_consolidation_pass_only_gives_identities(tmp_path)
     store = memory(data)
     far = _far_ann(store)
     report = consolidate_memory(store, data / "identities", mode="attach")
-    assert report.applied and report.splits == [] and report.relabelled == 1
+    assert report.applied and report.splits == [] and report.relabelled == 1 and len(report.changes) == 1
+    assert "[1] assign 1 sighting of (no identity) -> person_0001" in report.summary()
     assert store._conn().execute("SELECT identity_id FROM sightings WHERE id=?", (far,)).fetchone()[0] == "person_0001"
     assert consolidate_memory(store, data / "identities", dry_run=True).splits       # the full pass would split
     with pytest.raises(ValueError, match="mode"):

@@ -388,7 +388,11 @@ def cmd_consolidate(args) -> int:
     from .store.memory_store import stored_dimensions
     store = open_store(StoreParams(data_dir=str(data_dir), **stored_dimensions(data_dir)))
     try:
-        if args.undo:
+        if args.undo is not None:
+            if args.undo < 1:
+                print(f"no identity change {args.undo}: the journal numbers them from 1 (--journal lists them)",
+                      file=sys.stderr)
+                return 2
             moved = undo_at_rest(store, data_dir / "identities", args.undo)
             print(f"change {args.undo} undone: {moved} sightings moved back" if moved else
                   f"change {args.undo} was undone before")
@@ -412,6 +416,10 @@ def cmd_consolidate(args) -> int:
     finally:
         store.close()
     print(report.summary())
+    if report.changes:
+        print(f"journalled as identity change{'s' if len(report.changes) > 1 else ''} "
+              f"{report.changes[0]}{'-' + str(report.changes[-1]) if len(report.changes) > 1 else ''} "
+              "(--journal lists them; --undo N moves one back)")
     if report.dry_run and report.moves:
         print("apply all: run again without --dry-run; only some: --only 1,3 (the numbers above). A split may "
               "part one person seen in different light or clothes: look at the crops first (inspector, Identity "
@@ -558,8 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .people.consolidation import ConsolidationParams
     from .perception.pipeline import PerceptionParams
     p = add("consolidate", cmd_consolidate, "the memory's sleep: re-cluster every stored face track and apply merges "
-                                            "and splits (journalled: --journal, --undo N); stop perception first (a "
-                                            "running stack: the /perception/consolidate service)")
+                                            "and splits, or (--attach-only) give far faces without an identity the one "
+                                            "they clearly match (journalled: --journal, --undo N); stop perception "
+                                            "first (a running stack: the /perception/consolidate service)")
     p.add_argument("--data-dir", default=PerceptionParams.data_dir, help="the memory and perception nodes' data_dir")
     p.add_argument("--eps", type=float, default=ConsolidationParams.eps,
                    help="average-linkage cut between face tracks (cosine distance)")
@@ -572,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "default 50) and exit")
     p.add_argument("--only", default="", metavar="N,N",
                    help="apply only these moves, numbered as --dry-run lists them (reject the rest)")
-    p.add_argument("--undo", type=int, default=0, metavar="CHANGE",
+    p.add_argument("--undo", type=int, default=None, metavar="CHANGE",
                    help="move a journalled merge, split or assignment back (perception's state follows) and exit")
     p = add("name", cmd_name, "give a pseudonymous identity a display name (operator)")
     p.add_argument("identity")

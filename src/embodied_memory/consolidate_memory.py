@@ -42,15 +42,36 @@ class ConsolidationReport:
     moves: list["Move"] = field(default_factory=list)   # every store change, as the journal will show it
     dry_run: bool = False
     applied: bool = False
+    mode: str = "full"
+    changes: list[int] = field(default_factory=list)   # the journal's numbers of the applied moves (at rest)
 
     def summary(self) -> str:
-        """One line of counts, then every move the store makes (or would make, on a dry run)."""
+        """One line of counts, then every move the store makes (or would make, on a dry run); an
+        attach pass's one-sighting moves are listed by identity, with their numbers."""
+        state = " (dry run: nothing changed)" if self.dry_run else "" if self.applied else " (nothing to change)"
+        if self.mode == "attach":
+            first: dict[str, list[int]] = {}
+            for i, (_, _, target, _) in enumerate(self.moves, 1):
+                first.setdefault(target, []).append(i)
+            lines = [f"[{_numbers(nums)}] assign {len(nums)} sighting{'s' if len(nums) != 1 else ''} of (no identity) "
+                     f"-> {target}" for target, nums in first.items()]
+            return (f"attach pass over {self.sightings} sightings: {self.relabelled} without an identity given one "
+                    f"(one move each){state}" + "".join(f"\n  {line}" for line in lines))
         lines = [f"[{i}] {kind} {len(ids)} sighting{'s' if len(ids) != 1 else ''} of "
                  f"{source or '(no identity)'} -> {target}" for i, (kind, source, target, ids) in enumerate(self.moves, 1)]
-        state = " (dry run: nothing changed)" if self.dry_run else "" if self.applied else " (nothing to change)"
         return (f"{self.sightings} sightings, {self.tracks} face tracks: {len(self.merges)} merges, "
                 f"{len(self.splits)} splits, {self.relabelled} sightings given another identity (or one, where "
                 f"they had none){state}" + "".join(f"\n  {m}" for m in lines))
+
+
+def _numbers(nums: list[int]) -> str:
+    """1,2,3,7 -> '1-3,7'."""
+    runs, start = [], nums[0]
+    for prev, cur in zip(nums, nums[1:] + [None]):
+        if cur != prev + 1:
+            runs.append(f"{start}-{prev}" if prev != start else f"{start}")
+            start = cur
+    return ",".join(runs)
 
 
 def moves_of(plan: ConsolidationPlan, current: dict[int, str]) -> list[tuple[str, str, str, list[int]]]:
@@ -93,7 +114,7 @@ def _plan(sightings, names: dict[str, str], params: ConsolidationParams, issued:
     report = ConsolidationReport(sightings=len(sightings), tracks=plan.tracks, merges=list(plan.merges),
                                  splits=[(s.source, s.identity_id, len(s.sightings)) for s in plan.splits],
                                  split_sightings=[list(s.sightings) for s in plan.splits], relabelled=len(plan.labels),
-                                 moves=moves)
+                                 moves=moves, mode=mode)
     return report, plan
 
 
@@ -184,7 +205,7 @@ def consolidate_memory(store, identity_dir: Path, params: Optional[Consolidation
             return report
         # the ids the dry run showed, taken now (perception is stopped: nothing else issues ids)
         manager.issue_past(max((int(sp.identity_id[len(identity_params.id_prefix):]) for sp in plan.splits), default=0))
-        store.relabel_sightings(report.moves)
+        report.changes = store.relabel_sightings(report.moves)
         if mode == "attach":
             _after_attach(manager, sightings, plan)
         else:

@@ -269,7 +269,8 @@ class IdentitiesMixin:
             elif kind != "undo" and target:
                 conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (target,))
             journal.append(self._journal_change(conn, kind, source, target, moved, prior))
-            (log.debug if kind == "track" else log.info)("identity %s: %d sightings of %s -> %s", kind, len(moved),
+            (log.debug if kind == "track" or kind == "assign" and len(moved) == 1 else log.info)(
+                "identity %s: %d sightings of %s -> %s", kind, len(moved),
                                                          source or "no identity", target or "no identity")
         return journal, total
 
