@@ -105,6 +105,12 @@ def test_presence_and_duration(agent):
     assert no.binary == "no" and no.status == "ok"
     ans = ask(agent, "How long did Bob stay in the meeting room today?")
     assert ans.duration_minutes == 20.0 and ans.evidence == ["o11", "o12"]
+    assert "for about 20 minutes" in ans.text
+
+
+def test_a_stay_under_a_minute_is_not_about_0_minutes():
+    from embodied_memory.agent.visits import spoken_duration
+    assert [spoken_duration(m) for m in (23 / 60, 1.2, 25.06)] == ["under a minute", "about 1 minute", "about 25 minutes"]
 
 
 def test_who_and_how_many(agent):

@@ -24,7 +24,7 @@ from .answer import STATUS_NO_ANSWER, Answer
 from .memory_reader import MemoryReader
 from .question_parser import ParsedQuestion
 from .slots import OPENER_WORDS, place_phrase, room_kind
-from .visits import observed_minutes, split_visits
+from .visits import observed_minutes, split_visits, spoken_duration
 
 NOT_WORKPLACES = ("lunch", "meeting", "passage")
 LUNCH_KINDS = ("lunch",)
@@ -238,7 +238,7 @@ class PeopleAnswers:
         minutes = observed_minutes(visits, lambda r: r["t"])
         spans = ", ".join(f"{self._hhmm(v[0]['t'])}-{self._hhmm(v[-1]['t'])}" for v in visits)
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
-        text = f"I saw {self.name(p.person)}{where} for about {minutes:.0f} minutes ({len(visits)} visit(s): {spans})"
+        text = f"I saw {self.name(p.person)}{where} for {spoken_duration(minutes)} ({len(visits)} visit(s): {spans})"
         if len(visits) > 1:   # between visits the robot was elsewhere: the stay may have gone on
             text += "; I was not there in between, so the stay may have been longer"
         ans = Answer(type="duration", duration_minutes=round(minutes, 1), waypoint=p.place, confidence=0.6,

@@ -24,7 +24,7 @@ from .people_answers import PEOPLE_INTENTS, PeopleAnswers, spoken_list
 from .question_parser import ParsedQuestion, parse_question
 from .slots import place_phrase
 from .tools import NAVIGATE, ToolBox
-from .visits import observed_minutes, split_visits
+from .visits import observed_minutes, split_visits, spoken_duration
 
 DOUBTED_CONFIDENCE = 0.3   # at most, for an answer resting on an identity with conflicting evidence
 
@@ -280,7 +280,7 @@ class RulesPlanner:
         where = f" at {p.place}" if p.place else ""
         spans = ", ".join(f"{self._hhmm(v[0]['t'], tools)}-{self._hhmm(v[-1]['t'], tools)}" for v in visits)
         ans = Answer(type="duration", duration_minutes=round(minutes, 1), waypoint=p.place, confidence=0.6,
-                     text=f"{p.target or 'it'}{where}: about {minutes:.0f} minutes in {len(visits)} visit(s) ({spans}).")
+                     text=f"{p.target or 'it'}{where}: {spoken_duration(minutes)} in {len(visits)} visit(s) ({spans}).")
         return self._evidence(ans, rows)
 
     def _yes_no(self, p: ParsedQuestion, tools: ToolBox) -> Answer:

@@ -21,3 +21,11 @@ def split_visits(items: Sequence[T], time_of: Callable[[T], float] = lambda t: t
 
 def observed_minutes(visits: list[list[T]], time_of: Callable[[T], float] = lambda t: t) -> float:
     return sum(time_of(v[-1]) - time_of(v[0]) for v in visits) / 60.0
+
+
+def spoken_duration(minutes: float) -> str:
+    """'about 25 minutes', 'about 1 minute', 'under a minute' (a 23-second stay is not 'about 0 minutes')."""
+    if minutes < 0.75:
+        return "under a minute"
+    whole = round(minutes)
+    return f"about {whole} minute{'s' if whole != 1 else ''}"
