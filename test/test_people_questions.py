@@ -580,3 +580,24 @@ def test_an_answer_resting_on_a_doubtful_identity_says_so_and_is_not_confident(t
         assert twice.confidence <= 0.3 and "Carol (seen twice in one view 1 time)" in twice.text
     finally:
         s.close()
+
+
+def test_people_seen_without_an_identity_count_when_their_face_was_seen(tmp_path):
+    """A face too far to identify is still somebody: "how many in the library" is 1, not 0; a
+    body without a face (HOG also takes chairs for people) adds nobody beside Bob; a second view
+    of the unknown face is not a second person."""
+    from embodied_memory.types import PersonSighting
+    s = open_store(make_params(tmp_path, "sqlite_faiss", timezone=ZURICH))
+    far = [PersonSighting((0, 0, 20, 60), "", 0.9, 0.8, face_box=(5, 5, 14, 14))]
+    views = [obs(1, at(23, 10), "library", 0, 0, "library"), obs(2, at(23, 10, 5), "library", 0, 0, "library"),
+             obs(3, at(23, 14), "meeting", 9, 0, "conference_room", [BOB])]
+    views[0].people, views[1].people = list(far), list(far)
+    views[2].people.append(PersonSighting((200, 0, 260, 150), "", 0.5, 0.6))     # a chair, no face
+    s.insert(views)
+    s.name_identity(BOB, "Bob")
+    agent = QueryAgent(StoreMemoryClient(s), AgentParams(planner="rules", timezone=ZURICH))
+    library = ask(agent, "How many people were in the library on Monday?")
+    assert library.count == 1 and "could not identify" in library.text
+    assert "could not tell who" in ask(agent, "Who was in the library on Monday?").text
+    assert ask(agent, "How many people were in the conference room on Monday?").count == 1
+    s.close()

@@ -131,9 +131,10 @@ class PeopleAnswers:
         return self._evidence(ans, [row])
 
     def _persons_in(self, p: ParsedQuestion, start: float, end: float) -> tuple[list[str], list[dict]]:
-        """Who was seen in [start, end] (at the question's place): ids in order of first sighting."""
+        """Who was seen in [start, end] (at the question's place): ids in order of first sighting, and
+        the rows showing anyone there (people without an identity too)."""
         if p.place:
-            rows = [r for r in self.reader.place_history(p.place, start, end) if r.get("persons")]
+            rows = [r for r in self.reader.place_history(p.place, start, end) if r.get("persons") or r.get("unidentified")]
             return list(dict.fromkeys(x for r in rows for x in r["persons"])), rows
         seen = self._first_sightings(start, end)
         return [r["person"] for r in seen], seen
@@ -252,8 +253,9 @@ class PeopleAnswers:
             return unknown
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
         text = (f"I saw {spoken_list(self.name(x) for x in persons)}{where}." if persons
-                else f"I saw nobody{where}.")
-        return self._evidence(Answer(type="persons", persons=persons, waypoint=p.place, confidence=0.6, text=text), rows)
+                else f"I saw nobody{where}." if not rows else f"I saw someone{where} but could not tell who.")
+        return self._evidence(Answer(type="persons", persons=persons, waypoint=p.place, confidence=0.6, text=text),
+                              [r for r in rows if r.get("persons")] or rows)
 
     def count(self, p: ParsedQuestion) -> Answer:
         start, end = self.window(p, "ever" if p.place else "today")
@@ -261,9 +263,15 @@ class PeopleAnswers:
         if not persons and (unknown := self.unobserved(p, start, end)):
             return unknown
         where = f" in the {p.place.replace('_', ' ')}" if p.place else ""
-        ans = Answer(type="count", count=len(persons), persons=persons, confidence=0.5,
-                     text=f"{len(persons)} {'person' if len(persons) == 1 else 'people'}{where}"
-                     + (f": {spoken_list(self.name(x) for x in persons)}." if persons else "."))
+        # people seen there without an identity count too, as many as were ever in one view at once
+        # (each of them may be one of those identified at another time: no more can be told apart)
+        together = max((len(r.get("persons", [])) + r.get("unidentified", 0) for r in rows), default=0)
+        count = max(len(persons), together)
+        names = [self.name(x) for x in persons] + ([f"{count - len(persons)} I could not identify"]
+                                                   if count > len(persons) else [])
+        ans = Answer(type="count", count=count, persons=persons, confidence=0.5 if count == len(persons) else 0.4,
+                     text=f"{count} {'person' if count == 1 else 'people'}{where}"
+                     + (f": {spoken_list(names)}." if names else "."))
         return self._evidence(ans, rows)
 
     # -- two people --------------------------------------------------------------------------------

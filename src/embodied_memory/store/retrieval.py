@@ -408,7 +408,8 @@ class RetrievalMixin:
         return f"ORDER BY {column} {'DESC' if order == 'newest' else 'ASC'}"
 
     @query_tool("What was observed at a waypoint (place) in a time window: the robot's observations there and views from elsewhere of people standing there; persons: who was at that place.",
-                result=f"in the given order: {SIGHTING}")
+                result=f"in the given order: {SIGHTING}; unidentified: people seen at that place whose identity "
+                       "is not known (present only when there are any)")
     def waypoint_observations(self, waypoint_id: str, t_start: Optional[float] = None,
                               t_end: Optional[float] = None, limit: int = 50,
                               order: str = "newest") -> list[dict]:
@@ -430,19 +431,30 @@ class RetrievalMixin:
         rows = sorted({r["id"]: r for r in [*here, *views]}.values(), key=lambda r: (r["t"], r["id"]),
                       reverse=order == "newest")[:limit]
         places_of: dict[int, dict[str, set]] = {}   # observation -> person -> places (None: the robot's)
+        unknown_at: dict[int, list] = {}             # observation -> places of its unidentified people
         for start in range(0, len(rows), 900):
             chunk = [r["id"] for r in rows[start:start + 900]]
-            for s in conn.execute(f"SELECT obs, identity_id, waypoint_id FROM sightings WHERE obs IN "
-                                  f"({','.join('?' * len(chunk))}) AND identity_id IS NOT NULL", chunk):
-                places_of.setdefault(s["obs"], {}).setdefault(s["identity_id"], set()).add(s["waypoint_id"])
+            for s in conn.execute(f"SELECT obs, identity_id, waypoint_id, face_box FROM sightings WHERE obs IN "
+                                  f"({','.join('?' * len(chunk))})", chunk):
+                if s["identity_id"] is None:
+                    if s["face_box"] is None:
+                        continue       # a body alone, no face: too often not a person (HOG takes chairs for people)
+                    unknown_at.setdefault(s["obs"], []).append(s["waypoint_id"])
+                else:
+                    places_of.setdefault(s["obs"], {}).setdefault(s["identity_id"], set()).add(s["waypoint_id"])
         records = []
         for r in rows:
             rec, places = self._record(r), places_of.get(r["id"], {})
             if r["id"] in view_ids and rec["waypoint"] != waypoint_id:     # a view from elsewhere
                 rec["robot_waypoint"], rec["waypoint"] = rec["waypoint"], waypoint_id
                 rec["persons"] = [x for x in rec["persons"] if waypoint_id in places.get(x, ())]
+                here_too = {waypoint_id}
             else:                                  # the robot was there: all but those standing elsewhere
                 rec["persons"] = [x for x in rec["persons"] if places.get(x, {None}) & {None, waypoint_id}]
+                here_too = {None, waypoint_id}
+            unknown = sum(place in here_too for place in unknown_at.get(r["id"], ()))
+            if unknown:
+                rec["unidentified"] = unknown
             records.append(rec)
         return records
 
