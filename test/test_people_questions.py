@@ -599,5 +599,7 @@ def test_people_seen_without_an_identity_count_when_their_face_was_seen(tmp_path
     library = ask(agent, "How many people were in the library on Monday?")
     assert library.count == 1 and "could not identify" in library.text
     assert "could not tell who" in ask(agent, "Who was in the library on Monday?").text
+    anyone = ask(agent, "Did you see anyone in the library on Monday?")
+    assert anyone.binary == "yes" and "could not identify" in anyone.text
     assert ask(agent, "How many people were in the conference room on Monday?").count == 1
     s.close()

@@ -447,6 +447,11 @@ def test_an_identified_sighting_names_its_tracks_earlier_unidentified_ones(store
     assert [r["id"] for r in store.person_observations("ivy")] == ["untracked"]
     seen("not_a_number", 55, PersonSighting((0, 0, 10, 20), "ivy", 0.9, 0.8, track_id=5.5))   # counted, kept
     assert len(store.person_observations("ivy")) == 2 and store.rejections["bad_track_id"] == 1
-    # forgetting Frank takes his track's number off the sightings left unidentified
+    # forgetting Frank deletes the sightings left unidentified on his track (their faces are his),
+    # not another episode's track 5
     store.forget_identity("frank")
-    assert store._conn().execute("SELECT COUNT(*) FROM sightings WHERE track=5").fetchone()[0] == 0
+    left = store._conn().execute("SELECT o.observation_id FROM sightings s JOIN observations o ON o.id = s.obs "
+                                 "WHERE s.track=5").fetchall()
+    assert [r[0] for r in left] == ["other_run"]
+    assert store._conn().execute("SELECT COUNT(*) FROM sightings s JOIN observations o ON o.id = s.obs WHERE "
+                                 "o.observation_id IN ('too_old', 'pair')").fetchone()[0] == 1   # Grace's stays

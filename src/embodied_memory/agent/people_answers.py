@@ -200,8 +200,8 @@ class PeopleAnswers:
         if p.person:
             rows = self.reader.person_sightings(p.person, start, end, p.place)
             who = self.name(p.person)
-        elif p.place:
-            rows = [r for r in self.reader.place_history(p.place, start, end) if r.get("persons")]
+        elif p.place:   # people seen there without an identity are somebody too
+            rows = [r for r in self.reader.place_history(p.place, start, end) if r.get("persons") or r.get("unidentified")]
             who = "anyone"
         else:   # "did you see anyone today?"
             rows = self._first_sightings(start, end)
@@ -220,7 +220,8 @@ class PeopleAnswers:
         last = rows[-1]
         if who == "anyone":
             seen = list(dict.fromkeys(x for r in rows for x in (r.get("persons") or [r.get("person")]) if x))
-            who = spoken_list(self.name(x) for x in seen) or who
+            who = spoken_list(self.name(x) for x in seen) or ("someone I could not identify"
+                                                              if any(r.get("unidentified") for r in rows) else who)
         ans = Answer(type="binary", binary="yes", confidence=0.8, waypoint=last.get("waypoint", ""),
                      text=f"Yes, I saw {who}{where}{when} (last {self.at(last['t'])}).")
         return self._evidence(ans, rows)

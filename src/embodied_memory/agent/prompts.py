@@ -25,7 +25,8 @@ Look things up first; at most {limit} tool calls. Which tool (with the day's dat
 - last seen, where now, left: person_observations, newest row; arrived, first seen: order "oldest"
 - in room R, how long in R, with whom, X and Y together: person_observations summary=true (places, \
 minutes, seen_with)
-- who or how many in R: waypoint_observations summary=true
+- who or how many in R: waypoint_observations summary=true (most_in_one_view: people at once, \
+unidentified faces included: a count is at least that)
 - who came first, how many people, who was new: persons_per_day (first_seen, first_time)
 - days X was not seen this week: persons_per_day with the 7 dates; days others were seen but not X
 - usual workplace (place on most days, not kitchen/corridor) or lunch time (usual start of \

@@ -371,9 +371,11 @@ class ToolBox:
                 e = persons.setdefault(p, {"person": p, "sightings": 0, "first_seen": self._iso(r["t"])})
                 e["sightings"] += 1
                 e["last_seen"] = self._iso(r["t"])
+        at_once = max((len(r.get("persons") or []) + r.get("unidentified", 0) for r in rows), default=0)
         return {"waypoint": waypoint, "observations": len(rows),
                 **({"first": self._iso(rows[0]["t"]), "last": self._iso(rows[-1]["t"])} if rows else {}),
-                "persons": list(persons.values())}
+                "persons": list(persons.values()),
+                **({"most_in_one_view": at_once} if at_once > len(persons) else {})}   # faces not identified too
 
     def _persons_on(self, date: str) -> list[dict]:
         """Everyone seen on a day of the robot's zone up to now (``persons_between`` of its window):

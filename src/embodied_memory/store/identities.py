@@ -489,6 +489,12 @@ class IdentitiesMixin:
         name = conn.execute("SELECT display_name FROM identities WHERE identity_id=?", (identity,)).fetchone()[0]
         aliases = [r[0] for r in conn.execute("SELECT alias_id FROM identity_aliases WHERE identity_id=?", (identity,))]
         crops = [r[0] for r in conn.execute("SELECT crop_path FROM sightings WHERE identity_id=?", (identity,))]
+        # the person's tracks: their unidentified sightings there (the same episode) are theirs too
+        on_tracks = [(r[0], r[1]) for r in conn.execute(
+            "SELECT s.id, s.crop_path FROM sightings s JOIN observations o ON o.id = s.obs WHERE s.identity_id IS NULL "
+            "AND s.track IS NOT NULL AND (s.track, o.episode_id) IN (SELECT t.track, w.episode_id FROM sightings t "
+            "JOIN observations w ON w.id = t.obs WHERE t.identity_id=? AND t.track IS NOT NULL)", (identity,))]
+        crops += [c for _, c in on_tracks]
         obs_rows = [r[0] for r in conn.execute("SELECT DISTINCT obs FROM sightings WHERE identity_id=?", (identity,))]
         forget_ids = {identity, *aliases}
         pattern = _name_pattern([*forget_ids, name])
@@ -527,9 +533,7 @@ class IdentitiesMixin:
         new_vecs = self.text_embedder.embed([u[1] for u in changed_text]) if changed_text else []
         stamp = time.time()
         with self._transaction() as tx:
-            # the person's tracks: their unidentified sightings never take a later identity of that track
-            tx.execute("UPDATE sightings SET track=NULL WHERE identity_id IS NULL AND track IN (SELECT DISTINCT "
-                       "track FROM sightings WHERE identity_id=? AND track IS NOT NULL)", (identity,))
+            tx.executemany("DELETE FROM sightings WHERE id=?", [(sid,) for sid, _ in on_tracks])
             tx.execute("DELETE FROM sightings WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM summaries WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM identities WHERE identity_id=?", (identity,))

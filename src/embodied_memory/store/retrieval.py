@@ -408,8 +408,8 @@ class RetrievalMixin:
         return f"ORDER BY {column} {'DESC' if order == 'newest' else 'ASC'}"
 
     @query_tool("What was observed at a waypoint (place) in a time window: the robot's observations there and views from elsewhere of people standing there; persons: who was at that place.",
-                result=f"in the given order: {SIGHTING}; unidentified: people seen at that place whose identity "
-                       "is not known (present only when there are any)")
+                result=f"in the given order: {SIGHTING}; unidentified: faces seen at that place whose identity "
+                       "is not known (present only when there are any; a body without a face is not counted)")
     def waypoint_observations(self, waypoint_id: str, t_start: Optional[float] = None,
                               t_end: Optional[float] = None, limit: int = 50,
                               order: str = "newest") -> list[dict]:
