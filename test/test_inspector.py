@@ -349,7 +349,11 @@ def test_ros_mode_shows_the_running_stack_and_writes_through_its_services(memory
             assert _store_rows(live, "SELECT COUNT(*) FROM sightings WHERE identity_id = ?", (keep,))[0][0] == both
             # forget through /memory/forget: the preview's counts, then nothing remains
             preview = urllib.request.urlopen(f"{url}/people/{keep}/forget", timeout=60).read().decode()
-            assert f'data-count="sightings">{both}<' in preview
+            on_tracks = _store_rows(live, "SELECT COUNT(*) FROM sightings s JOIN observations o ON o.id = s.obs WHERE "
+                                          "s.identity_id IS NULL AND (s.track, o.episode_id) IN (SELECT t.track, "
+                                          "w.episode_id FROM sightings t JOIN observations w ON w.id = t.obs WHERE "
+                                          "t.identity_id = ?)", (keep,))[0][0]   # unidentified on their tracks go too
+            assert f'data-count="sightings">{both + on_tracks}<' in preview
             status, _, body = _post(f"{url}/people/{keep}/forget", {"confirm": keep})
             assert status == 200 and "Nothing remains" in body, body[:800]
             assert _store_rows(live, "SELECT COUNT(*) FROM sightings WHERE identity_id IN (?, ?)", (keep, other)) == [(0,)]
