@@ -165,13 +165,12 @@ def params_for(manager_params: IdentityParams) -> ConsolidationParams:
 def _after_attach(manager: IdentityManager, sightings, plan: ConsolidationPlan, changes: list[dict] = ()) -> None:
     """An attach pass leaves the exemplars alone; whoever now shares a keyframe with an attached
     sighting is another person (a cannot-link), and the moves wait in the change log."""
-    attached = plan.labels
     by_obs: dict[int, set[str]] = {}
     for s in sightings:
-        ident = attached.get(s.sighting_id, s.identity_id)
+        ident = plan.labels.get(s.sighting_id, s.identity_id)
         if ident:
             by_obs.setdefault(s.obs, set()).add(ident)
-    touched = {s.obs for s in sightings if s.sighting_id in attached}
+    touched = {s.obs for s in sightings if s.sighting_id in plan.labels}
     manager.keep_apart({(a, b) for obs in touched for a in by_obs[obs] for b in by_obs[obs] if a < b}, changes)
 
 

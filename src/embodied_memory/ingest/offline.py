@@ -121,13 +121,15 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
         total = bag.topics[topics.image_topic].count
         bar = progress_bar(total=total, desc=f"ingest {bag.path.name}", unit="frame", disable=not progress)
 
-        last_keyframe: list[float] = []
+        last_keyframe = None      # the stamp of the last keyframe handled
 
         def handle(selected):
+            nonlocal last_keyframe
             if not selected:
                 return
             keyframes = [s.payload for s in selected]
-            if on_idle is not None and idle_s > 0 and last_keyframe and keyframes[0].stamp - last_keyframe[0] >= idle_s:
+            if on_idle is not None and idle_s > 0 and last_keyframe is not None and \
+                    keyframes[0].stamp - last_keyframe >= idle_s:
                 t = time.perf_counter()
                 try:
                     on_idle()
@@ -135,7 +137,7 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                 except Exception:  # noqa: BLE001 - what runs when idle never stops the ingest
                     log.exception("the idle pass at %.1f failed; ingest goes on", keyframes[0].stamp)
                 stage["on_idle"] = stage.get("on_idle", 0.0) + time.perf_counter() - t
-            last_keyframe[:] = [keyframes[-1].stamp]
+            last_keyframe = keyframes[-1].stamp
             for kf, s in zip(keyframes, selected):
                 kf.segment_id, kf.selection_score = s.segment_id, s.score
             observations = perception.process(keyframes, describe_together=describe_segments)

@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from ..types import StoredSighting
-from .identity import IdentityParams, clear_face, face_px
+from .identity import IdentityParams, clear_face, face_px, unit_vector
 from .tracks import TrackBook, TrackParams
 
 log = logging.getLogger(__name__)
@@ -274,7 +274,7 @@ def attach(sightings: Sequence[StoredSighting], params: ConsolidationParams = Co
             continue
         held[s.obs][s.identity_id] += 1
         if s.face_embedding is not None and clear_face(face_px(s.face_box), params.min_face_px):
-            exemplars[s.identity_id].append(_unit_rows(s.face_embedding))
+            exemplars[s.identity_id].append(unit_vector(s.face_embedding))
     doubtful = {ident for counts in held.values() for ident, n in counts.items() if n > 1}
     pinned = set(pinned)
     candidates = [s for s in sightings if not s.identity_id and s.face_embedding is not None and
@@ -287,7 +287,7 @@ def attach(sightings: Sequence[StoredSighting], params: ConsolidationParams = Co
     banks = [np.stack(exemplars[i][-params.max_exemplars:]) for i in idents]
     bank = np.concatenate(banks)
     starts = np.concatenate([[0], np.cumsum([len(b) for b in banks])[:-1]])
-    faces = [(s, _unit_rows(s.face_embedding)) for s in candidates]
+    faces = [(s, unit_vector(s.face_embedding)) for s in candidates]
     faces = [(s, f) for s, f in faces if len(f) == dim and not (forgotten is not None and forgotten(f))]
     best: dict[tuple[int, str], tuple[float, int]] = {}     # (keyframe, identity) -> (distance, sighting)
     for chunk in range(0, len(faces), 512):
@@ -313,7 +313,3 @@ def attach(sightings: Sequence[StoredSighting], params: ConsolidationParams = Co
     log.info("attach: %d of %d unidentified faces given an identity", len(plan.labels), len(candidates))
     return plan
 
-
-def _unit_rows(vec) -> np.ndarray:
-    v = np.asarray(vec, np.float32).reshape(-1)
-    return v / (np.linalg.norm(v) or 1.0)

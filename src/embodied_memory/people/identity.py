@@ -140,7 +140,7 @@ def clear_face(px: float, min_face_px: float) -> bool:
     return px <= 0 or px >= min_face_px
 
 
-def _unit(vec) -> Optional[np.ndarray]:
+def unit_vector(vec) -> Optional[np.ndarray]:
     if vec is None or not np.size(vec):
         return None
     v = np.asarray(vec, dtype=np.float32).reshape(-1)
@@ -353,11 +353,11 @@ class IdentityManager:
 
     def assign(self, face_embedding=None, reid_embedding=None) -> Assignment:
         """One sighting on its own (no keyframe, no track, re-ID without a time window)."""
-        return self.assign_frame(None, [Evidence(_unit(face_embedding), _unit(reid_embedding))])[0]
+        return self.assign_frame(None, [Evidence(unit_vector(face_embedding), unit_vector(reid_embedding))])[0]
 
     def assign_frame(self, t: Optional[float], sightings: list[Evidence]) -> list[Assignment]:
         """Identities for the people of one keyframe at time ``t`` (None: untracked), jointly."""
-        sightings = [Evidence(_unit(e.face), _unit(e.reid), e.face_px, e.position, e.box) for e in sightings]
+        sightings = [Evidence(unit_vector(e.face), unit_vector(e.reid), e.face_px, e.position, e.box) for e in sightings]
         with self._lock:
             results = self._assign_frame(t, sightings)
             if any(r.via not in ("none", "suppressed") for r in results) or any(e.reid is not None for e in sightings):
@@ -650,7 +650,7 @@ class IdentityManager:
                 if keep is not None and keep(ident):
                     mine.setdefault(ident, []).append(row)
             for ident, face in faces:
-                mine.setdefault(ident, []).append(_unit(face))
+                mine.setdefault(ident, []).append(unit_vector(face))
             self._clusters = dict(enumerate(sorted(mine)))
             rows = [(c, v) for c, ident in self._clusters.items() for v in mine[ident][-self.params.max_exemplars:]]
             rows = rows[-self.params.max_face_points:]
