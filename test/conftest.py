@@ -40,3 +40,35 @@ def shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"needs {path} (../shared/data is absent on a fresh clone)")
     return path
+
+
+FLEET_TEST_PASSWORD = "fleet-test-superuser"     # the test server's superuser (scram-sha-256 over TCP)
+
+
+@pytest.fixture(scope="session")
+def fleet_server(tmp_path_factory):
+    """A real PostgreSQL server (pgserver's binaries) started once per test session, on TCP with a
+    password, as a fleet's server is reached; its superuser's password in the environment
+    variable the store reads it from, as on a robot."""
+    pytest.importorskip("psycopg", reason="the fleet backend's client (scripts/setup.sh installs it)")
+    from embodied_memory.fleet.server import FleetServer
+    server = FleetServer(tmp_path_factory.mktemp("fleet_server"), superuser_password=FLEET_TEST_PASSWORD).start()
+    os.environ["EMBODIED_MEMORY_DB_PASSWORD"] = FLEET_TEST_PASSWORD
+    yield server
+    server.stop()
+
+
+def new_fleet_database(server, key: str) -> str:
+    """A fresh database on the test server; its URL."""
+    import psycopg
+    name = f"t{abs(hash(key)) % 10**12}_{os.getpid()}"
+    with psycopg.connect(server.url(), password=FLEET_TEST_PASSWORD, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    return server.url(database=name)
+
+
+@pytest.fixture
+def fleet_database(fleet_server, request):
+    """A fresh database on the test server for one test: its URL."""
+    return new_fleet_database(fleet_server, request.node.nodeid)

@@ -15,8 +15,13 @@ T0 = dt.datetime(2026, 3, 10, 8, 0, tzinfo=dt.timezone.utc).timestamp()
 HOUR = 3600.0
 
 
+POSTGRES = {"url": ""}    # the test's database on the fleet server (set by the backend fixture)
+
+
 def make_params(tmp_path, backend, **kw):
     extra = {"milvus_uri": str(tmp_path / "milvus" / "m.db")} if backend == "milvus" else {}
+    if backend == "postgres":
+        extra = {"postgres_url": POSTGRES["url"]}
     return StoreParams(backend=backend, data_dir=str(tmp_path / "store"),
                        **{"text_embedder": "hash", **DIMS, **extra, **kw})
 

@@ -1,6 +1,5 @@
 """MemoryStore against known data; the same suite runs on both backends."""
 import math
-import sqlite3
 import threading
 import time
 
@@ -11,13 +10,15 @@ from embodied_memory.store import StoreError, UnknownPersonError, open_store
 from embodied_memory.store.recency import RecencyScore
 from embodied_memory.types import SemanticRule
 
-from store_fixtures import HOUR, T0, filled_store, make_params, obs, unit
+from store_fixtures import HOUR, POSTGRES, T0, filled_store, make_params, obs, unit
 
-BACKENDS = ["sqlite_faiss", "milvus"]
+BACKENDS = ["sqlite_faiss", "postgres", "milvus"]
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request):
+    if request.param == "postgres":
+        POSTGRES["url"] = request.getfixturevalue("fleet_database")
     return request.param
 
 
@@ -313,7 +314,7 @@ def test_reopen_keeps_everything_and_checks_dimensions(tmp_path, backend):
 
 
 def test_readers_are_not_blocked_by_a_writer(store):
-    writer = sqlite3.connect(store.db_path, timeout=1)
+    writer = store._connect()      # another connection (SQLite: a second writer; postgres: another robot)
     writer.execute("BEGIN IMMEDIATE")
     writer.execute("UPDATE meta SET value=value WHERE key='schema_version'")
     try:

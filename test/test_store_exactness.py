@@ -10,7 +10,8 @@ import pytest
 from embodied_memory.store import open_store
 from embodied_memory.types import Observation, PersonSighting, Pose
 
-from store_fixtures import HOUR, T0, make_params
+from conftest import new_fleet_database
+from store_fixtures import HOUR, POSTGRES, T0, make_params
 
 OLD = "a red mug on the kitchen counter next to the coffee machine"
 RECENT = "a red mug on the kitchen counter next to the coffee machine this morning"
@@ -22,10 +23,12 @@ def _obs(i, t, text, people=()):
                        people=[PersonSighting((0, 0, 10, 20), p, 0.9, 0.8) for p in people])
 
 
-@pytest.fixture(scope="module", params=["sqlite_faiss", "sqlite_faiss_hnsw", "milvus"])
+@pytest.fixture(scope="module", params=["sqlite_faiss", "sqlite_faiss_hnsw", "postgres", "milvus"])
 def store(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("exact")
     graph = request.param == "sqlite_faiss_hnsw"
+    if request.param == "postgres":
+        POSTGRES["url"] = new_fleet_database(request.getfixturevalue("fleet_server"), "exactness")
     s = open_store(make_params(tmp, "sqlite_faiss", approximate_min_vectors=1000) if graph else
                    make_params(tmp, request.param))
     old = [_obs(i, T0 + i, OLD, people=["alice"] if i % 2 else ()) for i in range(N_OLD)]

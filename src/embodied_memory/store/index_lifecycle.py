@@ -10,7 +10,6 @@ call.  A snapshot is only a cache of SQLite: one that cannot be written is logge
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 
 import numpy as np
@@ -61,7 +60,7 @@ class IndexLifecycleMixin:
             return index
 
     def _vector_batches(self, column: str, after_id: int, batch: int = 20_000):
-        conn = sqlite3.connect(self.db_path, timeout=30.0)
+        conn = self._connect()      # its own: a long catch-up never holds this thread's connection
         try:
             last = after_id
             while True:
@@ -75,6 +74,37 @@ class IndexLifecycleMixin:
                 last = int(ids[-1])
         finally:
             conn.close()
+
+    def follow_other_writers(self) -> None:
+        """On a fleet server (backend postgres), take in what other robots committed since this
+        process last looked: their rows' times and vectors, or everything again after a delete
+        (a forget anywhere bumps the generation).  Writers commit one at a time under the
+        server's lock, so row ids grow in commit order and "every id above the newest held" is
+        exactly what is new.  A no-op on the embedded memory (this process is its only writer)."""
+        if not self.on_server:
+            return
+        conn = self._conn()
+        max_id, generation = conn.execute(
+            "SELECT COALESCE(MAX(id), 0), (SELECT value FROM meta WHERE key='generation') FROM observations").fetchone()
+        with self._follow_lock:
+            if int(generation) != self._seen_generation:
+                self._seen_generation = int(generation)
+                self._load_times()
+                with self._index_lock:
+                    for index in self._indexes.values():
+                        index.close()
+                    self._indexes.clear()       # reopened on next use, caught up from the records
+                return
+            table = self._time_table
+            held = int(table.ids[-1]) if len(table.ids) else 0
+            if max_id > held:
+                rows = conn.execute("SELECT id, t FROM observations WHERE id > ? ORDER BY id", (held,)).fetchall()
+                self._time_table = table.appended(np.array([r[0] for r in rows], dtype=np.int64),
+                                                  np.array([r[1] for r in rows], dtype=np.float64))
+            with self._index_lock:
+                for kind, index in self._indexes.items():
+                    for ids, vecs in self._vector_batches(f"{kind}_emb", getattr(index, "max_id", 0)):
+                        index.add(ids, vecs)
 
     @property
     def text_embedder(self):

@@ -36,7 +36,7 @@ from .errors import (InsertResult, InvalidArgumentError, InvalidRecordError, Sto
                      UnknownPersonError)
 from .identities import IdentitiesMixin, _name_pattern, scrub_identity
 from .index_lifecycle import IndexLifecycleMixin, milvus_credentials
-from .migrations import migrate
+from .migrations import migrate, migrate_server
 from .params import StoreParams
 from .recency import RecencyScore
 from .records import (_ID_RE, _MAX_TEXT_FIELD, _SCHEMA, _WRITE_FAULT_ERRNOS, _WRITE_FAULT_TEXT, PLACE_RADIUS_M,
@@ -88,10 +88,16 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearc
         self.rejections: collections.Counter = collections.Counter()  # rejected records per kind
         self._rejections_lock = threading.Lock()
         self.db_path = self.data_dir / "memory.sqlite3"
-        conn = self._conn()
+        if self.on_server:
+            from .postgres import Schema
+            self._pg_schema = Schema(_SCHEMA)
         try:
-            migrate(conn, self.db_path)
-            conn.executescript(_SCHEMA)
+            conn = self._conn()
+            if self.on_server:
+                migrate_server(conn, self.location, _SCHEMA)
+            else:
+                migrate(conn, self.db_path)
+                conn.executescript(_SCHEMA)
             self._check_meta(conn)
         except (sqlite3.OperationalError, OSError) as exc:
             if _is_write_fault(exc):
@@ -100,6 +106,8 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearc
         self._index_lock = threading.RLock()
         self._indexes: dict[str, Any] = {}
         self._newest_first = NewestFirst()
+        self._follow_lock = threading.Lock()
+        self._seen_generation = self._generation()
         self._load_times()
 
     def close(self) -> None:
@@ -151,6 +159,7 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearc
         args = validate_arguments(self.tool_table(), name, arguments,
                                   {"image_dim": self.params.image_dim, "text_dim": self.params.text_dim})
         try:
+            self.follow_other_writers()
             return getattr(self, name)(**args)
         except StoreError:
             raise

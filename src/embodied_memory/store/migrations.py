@@ -34,6 +34,11 @@ MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
     6: ("sightings record perception's short-term track (track), so that an identified sighting gives its "
         "identity to the track's earlier unidentified ones",
         ("ALTER TABLE sightings ADD COLUMN track INTEGER",)),
+    7: ("observations and episodes record the robot that made them (robot_id; '' for a one-robot memory), "
+        "so that a fleet's memory answers which robot saw what",
+        ("ALTER TABLE observations ADD COLUMN robot_id TEXT NOT NULL DEFAULT ''",
+         "ALTER TABLE episodes ADD COLUMN robot_id TEXT NOT NULL DEFAULT ''",
+         "CREATE INDEX IF NOT EXISTS obs_robot ON observations(robot_id, t)")),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -55,6 +60,34 @@ def _adds_an_existing_column(conn: sqlite3.Connection, statement: str) -> bool:
     between releases): the step's other statements still run."""
     m = _ADD_COLUMN.match(statement)
     return bool(m) and any(row[1] == m.group(2) for row in conn.execute(f"PRAGMA table_info({m.group(1)})"))
+
+
+def migrate_server(conn, where: str, schema: str) -> None:
+    """The fleet server's database (backend postgres): created from ``schema`` (SQLite DDL, run
+    translated) or brought to SCHEMA_VERSION, under the fleet's write lock so that robots starting
+    together create it once.  No copy is kept: back the server up with pg_dump before upgrading."""
+    from .postgres import schema_statements
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        exists = conn.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
+                              "AND table_name = 'meta'").fetchone()
+        version = stored_version(conn) if exists else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise StoreError(f"{where}: written by a newer release (schema {version}); this release reads "
+                             f"schema {SCHEMA_VERSION} and older: upgrade embodied_memory on this robot")
+        for target in range(version + 1, SCHEMA_VERSION + 1) if version is not None else ():
+            for statement in MIGRATIONS[target][1]:
+                for ddl in schema_statements(statement):
+                    conn.execute(ddl.replace("ADD COLUMN", "ADD COLUMN IF NOT EXISTS"))
+            conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(target),))
+            log.warning("%s: migrated the fleet memory from schema %d to %d: %s", where, target - 1, target,
+                        MIGRATIONS[target][0])
+        for ddl in schema_statements(schema):
+            conn.execute(ddl)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def migrate(conn: sqlite3.Connection, db_path: Path) -> None:

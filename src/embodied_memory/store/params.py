@@ -4,17 +4,34 @@
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from ..calendar_windows import check_timezone
 from .vector_index import APPROXIMATE_INDEXES
+
+
+BACKENDS = ("sqlite_faiss", "postgres", "milvus")
+ROBOT_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def check_postgres_url(url: str) -> None:
+    """A fleet server's URL: postgresql://user@host[:port]/database[?sslmode=...]; a password in
+    it is refused (it would sit in a stack file and in logs): it comes from postgres_password_env."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres") or not parts.path.strip("/"):
+        raise ValueError(f"postgres_url: {url!r} is not postgresql://USER@HOST:PORT/DATABASE")
+    if parts.password is not None or "password=" in parts.query:
+        raise ValueError("postgres_url: holds a password; put it in the environment variable "
+                         "postgres_password_env names instead (never in YAML or logs)")
 
 
 @dataclass(frozen=True)
 class StoreParams:
     """Where and how the memory is kept (see embodied_memory.store)."""
 
-    backend: str = "sqlite_faiss"          # sqlite_faiss (embedded) | milvus
+    backend: str = "sqlite_faiss"          # sqlite_faiss (embedded) | postgres (a fleet's shared server) | milvus
     data_dir: str = "~/.local/share/embodied_memory"
     milvus_uri: str = ""                   # milvus: http://host:19530, or a file for Milvus Lite
     text_dim: int = 384                    # MiniLM-L6
@@ -36,10 +53,20 @@ class StoreParams:
     milvus_token_env: str = "MILVUS_TOKEN"         # env var holding the Milvus token ("" = none); never in YAML
     milvus_user: str = ""                          # Milvus user (password from milvus_password_env)
     milvus_password_env: str = "MILVUS_PASSWORD"   # env var holding that user's password
+    robot_id: str = ""                     # the robot whose records these writes are ("" = none: one robot)
+    postgres_url: str = ""                 # postgres: postgresql://USER@HOST:5432/DB?sslmode=verify-full (no password)
+    postgres_password_env: str = "EMBODIED_MEMORY_DB_PASSWORD"   # env var holding USER's password ("" = libpq's own)
+    postgres_connect_timeout_s: float = 10.0
 
     def validate(self) -> None:
-        if self.backend not in ("sqlite_faiss", "milvus"):
-            raise ValueError(f"backend: unknown '{self.backend}' (sqlite_faiss | milvus)")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend: unknown '{self.backend}' ({' | '.join(BACKENDS)})")
+        if self.backend == "postgres":
+            check_postgres_url(self.postgres_url)
+        if self.robot_id and not ROBOT_ID_RE.match(self.robot_id):
+            raise ValueError(f"robot_id: {self.robot_id!r} must be 1-64 chars of [A-Za-z0-9_.-]")
+        if self.postgres_connect_timeout_s <= 0:
+            raise ValueError("postgres_connect_timeout_s: must be > 0")
         for name in ("text_dim", "image_dim", "face_dim", "reid_dim", "max_description_chars",
                      "checkpoint_every", "approximate_min_vectors"):
             if getattr(self, name) <= 0:

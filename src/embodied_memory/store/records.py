@@ -95,22 +95,47 @@ class RecordsMixin:
     ``_drop_forgotten`` and ``_remove_files`` (identities)."""
 
     # -- connections ----------------------------------------------------------------------------
+    @property
+    def on_server(self) -> bool:
+        """Records on a server other processes (robots) write too (backend postgres)."""
+        return self.params.backend == "postgres"
+
     def _conn(self) -> sqlite3.Connection:
+        """This thread's connection (a PgConnection on the fleet server, reopened after the
+        server went away)."""
         conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(conn, "broken", False):
+            conn.close()
+            conn = self._local.conn = None
         if conn is None:
-            conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA cache_size=-65536")
-            conn.row_factory = sqlite3.Row
+            conn = self._connect()
             self._local.conn = conn
         return conn
 
+    def _connect(self):
+        """A new connection to the records, autocommit (the store writes BEGIN / COMMIT itself)."""
+        if self.on_server:
+            from .postgres import PgConnection, password_from
+            return PgConnection(self.params.postgres_url, self._pg_schema,
+                                password=password_from(self.params.postgres_password_env),
+                                connect_timeout_s=self.params.postgres_connect_timeout_s)
+        conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA cache_size=-65536")
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    @property
+    def location(self) -> str:
+        """Where the records are, for messages (the server URL holds no password)."""
+        return self.params.postgres_url if self.on_server else str(self.db_path)
+
     def _write_error(self, exc: BaseException) -> StoreWriteError:
-        return StoreWriteError(f"cannot write the memory in {self.data_dir}: {exc} (disk full, read-only or over a "
-                               "file-size limit?); nothing of this call was stored: keep the record and retry",
+        why = "server down or unreachable?" if self.on_server else "disk full, read-only or over a file-size limit?"
+        return StoreWriteError(f"cannot write the memory in {self.location}: {exc} ({why}); nothing of this "
+                               "call was stored: keep the record and retry",
                                kind="StoreWriteError")
 
     @contextmanager
@@ -145,7 +170,7 @@ class RecordsMixin:
         stored = {r["key"]: r["value"] for r in conn.execute("SELECT key, value FROM meta")}
         for key, value in wanted.items():
             if key in stored and stored[key] != value:
-                raise StoreError(f"{self.db_path}: stored {key} is {stored[key]} but the configuration "
+                raise StoreError(f"{self.location}: stored {key} is {stored[key]} but the configuration "
                                  f"says {value}; use another data_dir or matching dimensions")
         conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
                          list(wanted.items()) + [("generation", "0")])
@@ -161,6 +186,7 @@ class RecordsMixin:
     def _bump_generation(self, conn) -> int:
         gen = self._generation(conn) + 1
         conn.execute("UPDATE meta SET value=? WHERE key='generation'", (str(gen),))
+        self._seen_generation = gen        # this process redoes its own state after its delete
         return gen
 
     @staticmethod
@@ -174,11 +200,11 @@ class RecordsMixin:
         if not _ID_RE.match(episode.episode_id):
             raise InvalidRecordError(f"episode_id {episode.episode_id!r}: 1-128 chars of [A-Za-z0-9_.:/@-]")
         with self._transaction() as conn:
-            conn.execute("INSERT INTO episodes(episode_id, start, end, name, world, last_stamp) "
-                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(episode_id) DO UPDATE SET "
+            conn.execute("INSERT INTO episodes(episode_id, start, end, name, world, last_stamp, robot_id) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(episode_id) DO UPDATE SET "
                          "end=excluded.end, name=excluded.name, world=excluded.world",
                          (episode.episode_id, episode.start, episode.end, episode.name,
-                          episode.world, episode.start))
+                          episode.world, episode.start, self.params.robot_id))
 
     def _validate(self, obs: Observation) -> None:
         """Raises InvalidRecordError with ``kind`` (the rejection counter's key)."""
@@ -378,8 +404,8 @@ class RecordsMixin:
             # out again, and an open index that held them takes only ids above its max_id
             with self._index_lock:
                 indexed_to = max((getattr(ix, "max_id", 0) for ix in self._indexes.values()), default=0)
-            next_id = indexed_to + 1 if conn.execute("SELECT COALESCE(MAX(id), 0) FROM observations"
-                                                     ).fetchone()[0] < indexed_to else None
+            next_id = indexed_to + 1 if not self.on_server and conn.execute(
+                "SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0] < indexed_to else None  # (a server never reuses ids)
             for obs in fresh:
                 if obs.episode_id not in last_stamp:
                     row = conn.execute("SELECT last_stamp FROM episodes WHERE episode_id=?",
@@ -390,8 +416,8 @@ class RecordsMixin:
                 conn.execute("SAVEPOINT obs")
                 try:
                     if obs.episode_id not in known_episodes:
-                        conn.execute("INSERT INTO episodes(episode_id, start, last_stamp) VALUES (?,?,?)",
-                                     (obs.episode_id, obs.stamp, obs.stamp))
+                        conn.execute("INSERT INTO episodes(episode_id, start, last_stamp, robot_id) VALUES (?,?,?,?)",
+                                     (obs.episode_id, obs.stamp, obs.stamp, self.params.robot_id))
                     row_id, text_vec, image_vec = self._write_observation(conn, obs, now, next_id)
                 except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
                         sqlite3.DataError, ValueError, TypeError, OverflowError) as exc:
@@ -423,7 +449,14 @@ class RecordsMixin:
             self._count("forgotten_identity_sighting", result.sightings_dropped)
             log.info("dropped %d sightings of forgotten identities (%d observations stored)",
                      result.sightings_dropped, len(result.stored))
-        if result.stored:
+        if self.on_server:            # other robots' rows may lie between ours: read them all in id order
+            try:
+                self.follow_other_writers()
+            except Exception as exc:  # noqa: BLE001 - committed: the next query catches up
+                log.error("after storing %d observations, catching up with the server failed: %s",
+                          len(result.stored), exc)
+            new_vectors = {"text": [], "image": []}
+        elif result.stored:
             self._time_table = self._time_table.appended(np.array(inserted_rows, dtype=np.int64),
                                                          np.array(inserted_times, dtype=np.float64))
         # committed: nothing below may fail the call (the sender would take a stored record for lost)
@@ -462,13 +495,14 @@ class RecordsMixin:
         persons = ",".join(dict.fromkeys(s.identity_id for s in obs.people if s.identity_id))
         text_vec = _unit(obs.text_embedding) if obs.text_embedding is not None else None
         image_vec = _unit(obs.global_embedding) if obs.global_embedding is not None else None
-        cur = conn.execute(
-            "INSERT INTO observations(id, observation_id, t, episode_id, keyframe_id, segment_id, "
-            "waypoint_id, x, y, z, yaw, frame_id, description, description_json, image_path, "
-            "persons, text_emb, image_emb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (row_id, obs.observation_id, obs.stamp, obs.episode_id, obs.keyframe_id, int(obs.segment_id),
-             obs.waypoint_id, x, y, z, yaw, frame_id, obs.description,
-             obs.description_json, obs.image_path, persons, _blob(text_vec), _blob(image_vec)))
+        values = (obs.observation_id, obs.stamp, obs.episode_id, obs.keyframe_id, int(obs.segment_id),
+                  obs.waypoint_id, x, y, z, yaw, frame_id, obs.description, obs.description_json, obs.image_path,
+                  persons, _blob(text_vec), _blob(image_vec), self.params.robot_id)
+        columns = ("observation_id, t, episode_id, keyframe_id, segment_id, waypoint_id, x, y, z, yaw, frame_id, "
+                   "description, description_json, image_path, persons, text_emb, image_emb, robot_id")
+        if row_id is not None:
+            columns, values = "id, " + columns, (row_id, *values)
+        cur = conn.execute(f"INSERT INTO observations({columns}) VALUES ({','.join('?' * len(values))})", values)
         row_id = cur.lastrowid
         if p is not None:
             conn.execute("INSERT INTO obs_xy(id, min_x, max_x, min_y, max_y) VALUES (?,?,?,?,?)",
@@ -480,8 +514,8 @@ class RecordsMixin:
                          (row_id, r.label, r.score, *r.box, _blob(r.embedding), *c3, *s3))
         if obs.waypoint_id and p is not None:   # the summary: observations with a position
             conn.execute("INSERT INTO waypoint_stats(waypoint_id, n, sx, sy, last) VALUES (?, 1, ?, ?, ?) "
-                         "ON CONFLICT(waypoint_id) DO UPDATE SET n=n+1, sx=sx+excluded.sx, sy=sy+excluded.sy, "
-                         "last=MAX(last, excluded.last)", (obs.waypoint_id, x, y, obs.stamp))
+                         "ON CONFLICT(waypoint_id) DO UPDATE SET n=waypoint_stats.n+1, sx=waypoint_stats.sx+excluded.sx, "
+                         "sy=waypoint_stats.sy+excluded.sy, last=MAX(waypoint_stats.last, excluded.last)", (obs.waypoint_id, x, y, obs.stamp))
         centres = None
         for s in obs.people:
             if s.identity_id:

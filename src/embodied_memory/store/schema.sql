@@ -1,7 +1,7 @@
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS episodes(
   episode_id TEXT PRIMARY KEY, start REAL NOT NULL, end REAL, name TEXT, world TEXT,
-  last_stamp REAL NOT NULL);
+  last_stamp REAL NOT NULL, robot_id TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS observations(
   id INTEGER PRIMARY KEY,                      -- vector id in the indexes
   observation_id TEXT NOT NULL UNIQUE,
@@ -9,10 +9,12 @@ CREATE TABLE IF NOT EXISTS observations(
   waypoint_id TEXT, x REAL, y REAL, z REAL, yaw REAL, frame_id TEXT,
   description TEXT, description_json TEXT, image_path TEXT,
   persons TEXT,                                -- identity ids seen, comma separated
-  text_emb BLOB, image_emb BLOB);
+  text_emb BLOB, image_emb BLOB,
+  robot_id TEXT NOT NULL DEFAULT '');           -- the robot that saw it ('' = a one-robot memory)
 CREATE INDEX IF NOT EXISTS obs_t ON observations(t);
 CREATE INDEX IF NOT EXISTS obs_waypoint ON observations(waypoint_id, t);
 CREATE INDEX IF NOT EXISTS obs_episode ON observations(episode_id, t);
+CREATE INDEX IF NOT EXISTS obs_robot ON observations(robot_id, t);
 CREATE VIRTUAL TABLE IF NOT EXISTS obs_xy USING rtree(id, min_x, max_x, min_y, max_y);
 CREATE TABLE IF NOT EXISTS regions(
   id INTEGER PRIMARY KEY, obs INTEGER NOT NULL, label TEXT, score REAL,

@@ -1,0 +1,146 @@
+"""A fleet memory server on this machine: PostgreSQL started from a data folder, reached by URL
+with a password over TCP, as a building's server would be.
+
+For trials, CI and a server in a robot lab; a production fleet points ``postgres_url`` at its own
+managed PostgreSQL (16+) instead.  The binaries come from ``pgserver`` (PyPI: PostgreSQL 16 with
+pgvector, no system install) or a system PostgreSQL (``pg_config --bindir``, Debian's
+``/usr/lib/postgresql/<v>/bin``).  PostgreSQL never runs as root: as root the server runs as
+the system user ``pgserver`` (created if missing, as pgserver itself does).
+
+``FleetServer(folder).start()`` initialises the folder on first use (superuser ``postgres``
+with the password given, scram-sha-256 on TCP, no trust), starts ``postgres`` listening on
+``host:port`` and waits for it; ``stop()`` shuts it down cleanly, ``kill()`` as a power cut
+would (``SIGKILL``).  The roles and tables of a fleet are made by ``fleet.roles``.
+"""
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+log = logging.getLogger(__name__)
+
+SYSTEM_USER = "pgserver"     # the system user the server runs as when this process is root
+
+
+def postgres_bindir() -> Path:
+    """The folder holding initdb / pg_ctl / postgres, or a clear error naming what to install."""
+    try:
+        from pgserver._commands import POSTGRES_BIN_PATH
+        return Path(POSTGRES_BIN_PATH)
+    except ImportError:
+        pass
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True).stdout.strip()
+        if out and (Path(out) / "initdb").exists():
+            return Path(out)
+    debian = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if debian:
+        return Path(debian[-1]).parent
+    raise RuntimeError("no PostgreSQL server binaries: `pip install pgserver` (PostgreSQL 16 + pgvector from "
+                       "PyPI) or install the system's postgresql package")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class FleetServer:
+    """A PostgreSQL server in ``folder`` on ``host:port`` (a free port when 0)."""
+
+    def __init__(self, folder, *, superuser_password: str, host: str = "127.0.0.1", port: int = 0):
+        if not superuser_password:
+            raise ValueError("superuser_password: a fleet server never trusts a connection without one")
+        self.folder = Path(folder).expanduser().resolve()
+        self.pgdata = self.folder / "pgdata"
+        self.host, self.port = host, port or free_port(host)
+        self._password = superuser_password
+        self._bindir = postgres_bindir()
+        self._user = SYSTEM_USER if os.geteuid() == 0 else None
+
+    def url(self, user: str = "postgres", database: str = "postgres") -> str:
+        """The URL a client connects with (the password comes from the environment, never here)."""
+        return f"postgresql://{user}@{self.host}:{self.port}/{database}"
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self._bindir / args[0]), *args[1:]], capture_output=True, text=True,
+                              check=check, user=self._user, cwd="/")
+
+    def _prepare_for_system_user(self) -> None:
+        if self._user is None:
+            return
+        from pgserver.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+        import stat
+        entry = ensure_user_exists(self._user)
+        ensure_prefix_permissions(self._bindir)
+        ensure_folder_permissions(self._bindir, stat.S_IXGRP | stat.S_IXOTH | stat.S_IRGRP | stat.S_IROTH)
+        ensure_folder_permissions(self._bindir.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        ensure_prefix_permissions(self.folder)
+        os.chown(self.folder, entry.pw_uid, entry.pw_gid)
+
+    def initialised(self) -> bool:
+        return (self.pgdata / "PG_VERSION").exists()
+
+    def start(self, timeout_s: float = 60.0) -> "FleetServer":
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._prepare_for_system_user()
+        if not self.initialised():
+            with tempfile.NamedTemporaryFile("w", dir=self.folder, delete=False) as pw:
+                pw.write(self._password + "\n")
+            try:
+                if self._user is not None:
+                    import pwd
+                    entry = pwd.getpwnam(self._user)
+                    os.chown(pw.name, entry.pw_uid, entry.pw_gid)
+                self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=scram-sha-256",
+                          "--encoding=UTF8", "--locale=C", f"--pwfile={pw.name}")
+            finally:
+                os.unlink(pw.name)
+            log.info("initialised a fleet memory server in %s", self.pgdata)
+        self._run("pg_ctl", "-D", str(self.pgdata), "-w", "-t", str(int(timeout_s)), "-l", str(self.folder / "server.log"),
+                  "-o", f"-h {self.host} -p {self.port} -k {self.pgdata}", "start")
+        log.info("fleet memory server on %s:%d", self.host, self.port)
+        return self
+
+    def pid(self) -> Optional[int]:
+        try:
+            return int((self.pgdata / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def stop(self) -> None:
+        if self.pid() is not None:
+            self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop", check=False)
+
+    def kill(self) -> None:
+        """The server's processes die at once (a power cut or OOM kill): committed data survives in
+        PostgreSQL's WAL; the next ``start`` recovers it."""
+        pid = self.pid()
+        if pid is None:
+            return
+        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        for p in [pid, *map(int, children)]:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+                time.sleep(0.05)
+            except ProcessLookupError:
+                break
+        (self.pgdata / "postmaster.pid").unlink(missing_ok=True)
