@@ -29,7 +29,7 @@ from .vector_index import CannotScoreIds
 log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
 
 _OBS_COLUMNS = ("id, observation_id, t, episode_id, keyframe_id, segment_id, waypoint_id, "
-                "x, y, z, yaw, frame_id, description, image_path, persons")
+                "x, y, z, yaw, frame_id, description, image_path, persons, robot_id")
 HISTORY_ORDERS = ("newest", "oldest")
 NEWEST_BLOCK = 4096      # rows scored first by _newest_first_scan
 ROWS_PER_SEARCH = 65536  # newest rows scored by id for about the cost of one wider nearest-neighbour search
@@ -71,6 +71,8 @@ class RetrievalMixin:
                "persons": [p for p in (row["persons"] or "").split(",") if p]}
         if row["image_path"]:
             rec["image_path"] = row["image_path"]
+        if row["robot_id"]:                 # a fleet's memory: which robot saw it
+            rec["robot"] = row["robot_id"]
         if score is not None:
             rec[key] = round(float(score), 4)
         return rec

@@ -1,0 +1,103 @@
+"""A fleet's shared memory on a real PostgreSQL server (started by the tests, never mocked):
+robots writing at once from their own processes, answers across robots, a server that dies
+mid-replay."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import threading
+import time
+
+import pytest
+
+from embodied_memory.params import StoreParams
+from embodied_memory.store import open_store
+
+from fleet_workers import observation, write
+from store_fixtures import DIMS, T0
+
+ROBOTS = ("spot1", "spot2", "nav2base")
+
+
+def fleet_store(url, tmp_path, robot=""):
+    return open_store(StoreParams(backend="postgres", postgres_url=url, data_dir=str(tmp_path / (robot or "query")),
+                                  robot_id=robot, text_embedder="hash", **DIMS))
+
+
+def test_three_robots_write_at_once_and_every_record_is_there_once_with_its_robot(fleet_database, tmp_path):
+    reader = fleet_store(fleet_database, tmp_path)
+    reader.warm_up()                       # indexes open before the robots write: they must catch up
+    ctx = multiprocessing.get_context("spawn")
+    robots = [ctx.Process(target=write, args=(fleet_database, str(tmp_path / r), r, 120)) for r in ROBOTS]
+    for p in robots:
+        p.start()
+    for p in robots:
+        p.join(120)
+        assert p.exitcode == 0
+    rows = reader._conn().execute("SELECT robot_id, COUNT(*), COUNT(DISTINCT observation_id) FROM observations "
+                                  "GROUP BY robot_id ORDER BY robot_id").fetchall()
+    assert [tuple(r) for r in rows] == [(r, 120, 120) for r in sorted(ROBOTS)]
+    # the reader opened before they wrote: its times and vectors follow the server (call_tool)
+    latest = reader.call_tool("latest_observation", {})
+    assert latest["robot"] in ROBOTS and latest["id"].startswith(latest["robot"] + "/")
+    assert reader.stats()["observations"] == 360
+    hits = reader.call_tool("text_observations", {"query": "spot2 sees a lab scene number 33", "k": 1})
+    assert hits[0]["id"] == "spot2/33" and hits[0]["robot"] == "spot2"
+    lab = reader.call_tool("waypoint_observations", {"waypoint_id": "lab", "limit": 500})
+    assert {r["robot"] for r in lab} == set(ROBOTS) and len(lab) == 3 * 40
+    assert reader._index("image").count() == 360
+    reader.close()
+
+
+def test_a_record_written_by_one_robot_is_found_by_anothers_query_agent(fleet_database, tmp_path):
+    spot1, spot2 = fleet_store(fleet_database, tmp_path, "spot1"), fleet_store(fleet_database, tmp_path, "spot2")
+    spot2.warm_up()
+    spot1.insert([observation("spot1", 1, T0 + 50, person="alice")])
+    seen = spot2.call_tool("person_observations", {"person": "alice"})
+    assert [(r["id"], r["robot"]) for r in seen] == [("spot1/1", "spot1")]
+    spot2.insert([observation("spot2", 2, T0 + 60, person="alice")])
+    seen = spot1.call_tool("person_observations", {"person": "alice"})
+    assert [(r["id"], r["robot"]) for r in seen] == [("spot2/2", "spot2"), ("spot1/1", "spot1")]
+    # a forget on the server reaches every robot's open indexes (the generation moved)
+    assert spot1.forget_identity("alice")["sightings_removed"] == 2
+    assert spot2.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100}) == []
+    assert spot2.identities() == [] and "alice" in spot2.forgotten_identities()
+    spot1.close()
+    spot2.close()
+
+
+def test_the_server_killed_mid_replay_loses_no_acknowledged_record_and_stores_none_twice(
+        fleet_server, fleet_database, tmp_path):
+    acks = tmp_path / "acks.jsonl"
+    ctx = multiprocessing.get_context("spawn")
+    writer = ctx.Process(target=write, args=(fleet_database, str(tmp_path / "spot1"), "spot1", 400, str(acks), 4))
+    writer.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not acks.exists() or len(acks.read_text().splitlines()) < 20):
+        time.sleep(0.05)
+    fleet_server.kill()                    # mid-replay, as a power cut
+    time.sleep(1.5)
+    fleet_server.start()
+    writer.join(180)
+    assert writer.exitcode == 0
+    *lines, last = acks.read_text().splitlines()
+    assert json.loads(last)["retries"] > 0            # the writer did meet the dead server
+    acknowledged = [i for line in lines for i in json.loads(line)]
+    assert len(acknowledged) == len(set(acknowledged)) == 400
+    store = fleet_store(fleet_database, tmp_path)
+    counts = dict(store._conn().execute("SELECT observation_id, COUNT(*) FROM observations GROUP BY observation_id"
+                                        ).fetchall())
+    assert set(counts) == set(acknowledged) and set(counts.values()) == {1}
+    store.close()
+
+
+def test_a_robot_started_before_its_server_fails_with_a_clear_error(tmp_path):
+    params = StoreParams(backend="postgres", postgres_url="postgresql://spot1@127.0.0.1:9/fleet",
+                         data_dir=str(tmp_path), robot_id="spot1", text_embedder="hash", postgres_connect_timeout_s=1)
+    with pytest.raises(Exception, match="cannot be reached"):
+        open_store(params)
+
+
+def test_a_password_in_the_url_is_refused():
+    with pytest.raises(ValueError, match="postgres_password_env"):
+        StoreParams(backend="postgres", postgres_url="postgresql://spot1:secret@fleet:5432/fleet").validate()
