@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import sqlite3
 import threading
 import time
 
@@ -101,3 +102,40 @@ def test_a_robot_started_before_its_server_fails_with_a_clear_error(tmp_path):
 def test_a_password_in_the_url_is_refused():
     with pytest.raises(ValueError, match="postgres_password_env"):
         StoreParams(backend="postgres", postgres_url="postgresql://spot1:secret@fleet:5432/fleet").validate()
+
+
+def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(fleet_server, tmp_path, monkeypatch):
+    from conftest import FLEET_TEST_PASSWORD
+    from embodied_memory.fleet.roles import add_operator, add_robot, create_fleet
+    from embodied_memory.store import StoreError
+    fleet_url = create_fleet(fleet_server.url(), FLEET_TEST_PASSWORD, "fleet_rls",
+                             StoreParams(text_embedder="hash", data_dir=str(tmp_path / "admin"), **DIMS))
+    for robot in ("spot1", "spot2"):
+        add_robot(fleet_server.url(), FLEET_TEST_PASSWORD, robot, f"pw-{robot}")
+        monkeypatch.setenv(f"PW_{robot.upper()}", f"pw-{robot}")
+    add_operator(fleet_server.url(), FLEET_TEST_PASSWORD, "ops", "pw-ops")
+    monkeypatch.setenv("PW_OPS", "pw-ops")
+
+    def login(user, robot_id=""):
+        return open_store(StoreParams(backend="postgres", postgres_url=fleet_url.replace("postgres@", f"{user}@"),
+                                      postgres_password_env=f"PW_{user.upper()}", robot_id=robot_id,
+                                      data_dir=str(tmp_path / user), text_embedder="hash", **DIMS))
+    spot1, spot2 = login("spot1", "spot1"), login("spot2", "spot2")
+    assert spot1.insert([observation("spot1", 1, T0 + 10, person="alice")]) == ["spot1/1"]
+    assert spot2.insert([observation("spot2", 2, T0 + 20, person="alice")]) == ["spot2/2"]
+    assert [r["robot"] for r in spot2.call_tool("person_observations", {"person": "alice"})] == ["spot2", "spot1"]
+    with pytest.raises(StoreError, match="permission denied"):
+        spot2.forget_episode("spot1-day1")                     # another robot's records
+    with pytest.raises(StoreError, match="permission denied"):
+        spot2.forget_episode("spot2-day1")                     # deleting is an operator's act
+    with pytest.raises(sqlite3.DatabaseError, match="permission denied"):      # its own SQL, not the store's
+        spot2._conn().execute("DELETE FROM observations")
+    impostor = login("spot2", "spot1")                         # spot2's login writing as spot1
+    with pytest.raises(StoreError, match="row-level security"):
+        impostor.insert([observation("spot1", 3, T0 + 30)])
+    assert spot1.stats()["observations"] == 2
+    operator = login("ops")
+    assert operator.forget_identity("alice")["sightings_removed"] == 2      # fleet-wide
+    assert spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100}) == []
+    for store in (spot1, spot2, impostor, operator):
+        store.close()

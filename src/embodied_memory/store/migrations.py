@@ -82,8 +82,9 @@ def migrate_server(conn, where: str, schema: str) -> None:
             conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(target),))
             log.warning("%s: migrated the fleet memory from schema %d to %d: %s", where, target - 1, target,
                         MIGRATIONS[target][0])
-        for ddl in schema_statements(schema):
-            conn.execute(ddl)
+        if version != SCHEMA_VERSION:       # a robot's role may create nothing: it opens a made database
+            for ddl in schema_statements(schema):
+                conn.execute(ddl)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
