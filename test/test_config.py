@@ -13,7 +13,7 @@ def write(tmp_path, text, name="stack.yaml"):
 
 
 def test_shipped_stacks_are_valid():
-    for name in ("default", "fleet_milvus", "spot", "gpu", "nav2"):
+    for name in ("default", "fleet", "fleet_milvus", "spot", "gpu", "nav2"):
         stack = load_stack(resolve_stack_path(name))
         assert stack.nodes, name
 
@@ -38,8 +38,8 @@ def test_bool_is_not_a_number(tmp_path):
 
 
 def test_invalid_value_is_rejected_by_validate():
-    with pytest.raises(ConfigError, match="backend: unknown 'postgres'"):
-        parse_params(StoreParams, {"backend": "postgres"}, "x")
+    with pytest.raises(ConfigError, match="backend: unknown 'mongodb'"):
+        parse_params(StoreParams, {"backend": "mongodb"}, "x")
 
 
 @pytest.mark.parametrize("values,problem", [
@@ -98,3 +98,12 @@ def test_memory_and_agent_must_share_one_time_zone():
         load_stack(resolve_stack_path("default"), {"memory": {"timezone": "Europe/Zurich"}})
     both = {"memory": {"timezone": "Europe/Zurich"}, "query_agent": {"timezone": "Europe/Zurich"}}
     assert len(load_stack(resolve_stack_path("default"), both).nodes) == 4
+
+
+def test_a_fleet_backend_needs_a_server_url_without_a_password():
+    with pytest.raises(ConfigError, match="postgres_url"):
+        parse_params(StoreParams, {"backend": "postgres"}, "x")
+    with pytest.raises(ConfigError, match="postgres_password_env"):
+        parse_params(StoreParams, {"backend": "postgres", "postgres_url": "postgresql://a:b@h/db"}, "x")
+    assert parse_params(StoreParams, {"backend": "postgres", "postgres_url": "postgresql://spot1@fleet:5432/fleet",
+                                      "robot_id": "spot1"}, "x").robot_id == "spot1"

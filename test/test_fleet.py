@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
-import threading
 import time
 
 import pytest

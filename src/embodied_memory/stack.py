@@ -31,6 +31,7 @@ a configuration error (code 2: a restart cannot fix it).  A node that ran longer
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,15 @@ class StackSpec:
     source: str
     nodes: list[NodeSpec]
     environment: dict[str, str] = field(default_factory=dict)
+
+    def in_namespace(self, namespace: str) -> "StackSpec":
+        """Every node under ``namespace`` (prefixed to a node's own); relative topic, service and
+        action names then resolve in it, so several robots' stacks run side by side."""
+        ns = namespace.strip("/")
+        if not ns:
+            return self
+        nodes = [dataclasses.replace(n, namespace=f"{ns}/{n.namespace.strip('/')}".rstrip("/")) for n in self.nodes]
+        return dataclasses.replace(self, nodes=nodes)
 
     def activate_after(self, node: NodeSpec) -> list[str]:
         """The fully qualified names of the managed nodes of this stack that must be active

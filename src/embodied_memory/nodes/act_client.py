@@ -41,10 +41,10 @@ def feedback_printer(out=sys.stdout) -> Callable:
 
 
 def send_act_goal(action_name: str, goal, timeout_s: float, wait_s: float = 30.0,
-                  on_feedback: Optional[Callable] = None, log=sys.stderr):
+                  on_feedback: Optional[Callable] = None, log=sys.stderr, namespace: str = ""):
     """The goal's (status, AskAndAct.Result, interrupted); ``interrupted``: Ctrl-C cancelled it.
     Raises ServiceCallError when there is no server, the goal is rejected or no result comes."""
-    with short_lived_node("em_act") as (node, executor):
+    with short_lived_node("em_act", namespace) as (node, executor):
         client = ActionClient(node, AskAndAct, action_name, goal_service_qos_profile=service_qos(),
                               result_service_qos_profile=service_qos(), cancel_service_qos_profile=service_qos())
         wait_until_discovered(client.wait_for_server(timeout_sec=wait_s), executor, f"action {action_name}", wait_s)

@@ -20,7 +20,10 @@ what is not acknowledged and send it again on activation); cleanup closes the st
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+import socket
 import threading
 import time
 
@@ -74,6 +77,13 @@ def open_store_waiting(params: StoreParams, log, wait_s: float = STORE_OPEN_WAIT
         delay = min(15.0, delay * 2)
 
 
+def default_robot_id(namespace: str) -> str:
+    """A fleet robot's id when robot_id is not set: its ROS namespace (/spot2 -> spot2,
+    /site/spot2 -> site.spot2), else the host name."""
+    name = namespace.strip("/").replace("/", ".") or socket.gethostname().split(".")[0]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64]
+
+
 class MemoryNode(ManagedNode):
     def __init__(self, **kwargs):
         super().__init__("memory", **node_options(kwargs))
@@ -104,9 +114,12 @@ class MemoryNode(ManagedNode):
             if query_encoder.dim != p.image_dim:
                 raise ConfigError(f"clip_weights: {p.clip_model} embeds into {query_encoder.dim} dimensions but "
                                   f"image_dim is {p.image_dim}: set image_dim to the image embedder's (CLIP's)")
-        self.store = open_store_waiting(StoreParams(**{k: getattr(p, k) for k in store_fields}), self.get_logger(),
-                                        image_query_embedder=query_encoder)
-        self.get_logger().info(f"memory store ({p.backend}) at {self.store.data_dir}: "
+        store_params = StoreParams(**{k: getattr(p, k) for k in store_fields})
+        if store_params.backend == "postgres" and not store_params.robot_id:
+            store_params = dataclasses.replace(store_params, robot_id=default_robot_id(self.get_namespace()))
+        self.store = open_store_waiting(store_params, self.get_logger(), image_query_embedder=query_encoder)
+        self.get_logger().info(f"memory store ({p.backend}) at {self.store.location}"
+                               f"{' as robot ' + store_params.robot_id if store_params.robot_id else ''}: "
                                f"{self.store.observation_count()} observations")
         sweep_partial_images(self.store.images_dir)
         self._warm_up = threading.Thread(target=self.store.warm_up, name="index_warm_up", daemon=True)

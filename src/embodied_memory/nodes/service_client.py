@@ -18,12 +18,14 @@ class ServiceCallError(RuntimeError):
 
 
 @contextmanager
-def short_lived_node(prefix: str):
-    """(node, executor) in a context of their own, torn down on exit (CLI calls, one-off reads)."""
+def short_lived_node(prefix: str, namespace: str = ""):
+    """(node, executor) in a context of their own, torn down on exit (CLI calls, one-off reads);
+    relative names resolve in ``namespace`` (a robot's stack: /spot1)."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     context = Context()
     rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    node = rclpy.create_node(f"{prefix}_{uuid.uuid4().hex[:8]}", context=context)
+    node = rclpy.create_node(f"{prefix}_{uuid.uuid4().hex[:8]}", context=context,
+                             namespace="/" + namespace.strip("/"))
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     try:
@@ -46,7 +48,7 @@ def wait_until_discovered(ready: bool, executor, what: str, wait_s: float) -> No
 
 
 def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: float = 10.0,
-                 retry_s: float | None = None):
+                 retry_s: float | None = None, namespace: str = ""):
     """One request, its response (raises ServiceCallError on no server / no answer).
 
     A server can answer before it has discovered this short-lived client's response reader;
@@ -55,8 +57,9 @@ def call_service(srv_type, name: str, request, timeout_s: float = 30.0, wait_s: 
     sends the request again after retry_s, 2*retry_s, ... until ``timeout_s``; the first
     response wins.  Discovery waits at most ``timeout_s`` too (``--timeout 3`` is not 10 s)."""
     wait_s = min(wait_s, timeout_s)
-    with short_lived_node("em_cli") as (node, executor):
+    with short_lived_node("em_cli", namespace) as (node, executor):
         client = node.create_client(srv_type, name, qos_profile=service_qos())
+        name = client.srv_name                 # as resolved, for messages
         wait_until_discovered(client.wait_for_service(timeout_sec=wait_s), executor, f"service {name}", wait_s)
         start = time.monotonic()
         deadline = start + timeout_s

@@ -6,10 +6,11 @@ class StatsMixin:
     """Counts and sizes of :class:`MemoryStore`.
 
     Relies on: ``params``, ``data_dir``, ``rejections`` and ``_time_table`` (set by
-    ``MemoryStore.__init__``); ``_conn`` (records); ``_index`` and ``VECTOR_KINDS``
-    (index_lifecycle)."""
+    ``MemoryStore.__init__``); ``_conn``, ``on_server`` and ``location`` (records); ``_index``,
+    ``VECTOR_KINDS`` and ``follow_other_writers`` (index_lifecycle)."""
 
     def observation_count(self) -> int:
+        self.follow_other_writers()          # a fleet server: what the other robots stored too
         return len(self._time_table.ids)
 
     def bytes_on_disk(self) -> int:
@@ -17,11 +18,16 @@ class StatsMixin:
         return sum(p.stat().st_size for p in self.data_dir.iterdir() if p.is_file())
 
     def stats(self) -> dict:
+        self.follow_other_writers()
         conn = self._conn()
         count = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
         t = conn.execute("SELECT MIN(t), MAX(t) FROM observations").fetchone()
         size = self.bytes_on_disk()
+        robots = {r[0]: r[1] for r in conn.execute("SELECT robot_id, COUNT(*) FROM observations GROUP BY robot_id")
+                  if r[0]}
         return {"backend": self.params.backend, "data_dir": str(self.data_dir.resolve()),
+                **({"server": self.location, "robot_id": self.params.robot_id} if self.on_server else {}),
+                **({"observations_per_robot": robots} if robots else {}),
                 "episodes": count("SELECT COUNT(*) FROM episodes"),
                 "observations": count("SELECT COUNT(*) FROM observations"),
                 "regions": count("SELECT COUNT(*) FROM regions"),
