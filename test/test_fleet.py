@@ -8,10 +8,12 @@ import multiprocessing
 import sqlite3
 import time
 
+import numpy as np
 import pytest
 
 from embodied_memory.params import StoreParams
 from embodied_memory.store import open_store
+from embodied_memory.types import PersonSighting
 
 from fleet_workers import observation, write
 from store_fixtures import DIMS, T0
@@ -138,3 +140,86 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
     assert spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100}) == []
     for store in (spot1, spot2, impostor, operator):
         store.close()
+
+
+def _faces_of(robot, person_id, face_seed, n, t0, start=0):
+    """n keyframes of one robot seeing one person: their face (an axis of its own plus noise, as
+    two people's real face embeddings are far apart), clear."""
+    rng = np.random.default_rng(abs(hash((robot, person_id))) % 2**32)
+    base = np.eye(8)[face_seed]
+    out = []
+    for i in range(n):
+        face = (base / np.linalg.norm(base) + rng.normal(scale=0.08, size=8)).astype(np.float32)
+        o = observation(robot, start + i, t0 + i)
+        o.people = [PersonSighting((0, 0, 60, 120), person_id, 0.9, 0.9, face_box=(10, 10, 40, 40),
+                                   face_embedding=face)]
+        out.append(o)
+    return out
+
+
+def test_one_person_seen_by_two_robots_becomes_one_identity_fleet_wide(fleet_database, tmp_path):
+    from embodied_memory.fleet.identities import reconcile, robot_of
+    spot1, spot2 = fleet_store(fleet_database, tmp_path, "spot1"), fleet_store(fleet_database, tmp_path, "spot2")
+    spot1.insert(_faces_of("spot1", "spot1.person_0001", face_seed=1, n=5, t0=T0))            # Alice, enrolled by spot1
+    spot2.insert(_faces_of("spot2", "spot2.person_0001", face_seed=2, n=5, t0=T0 + 100))      # Bob, first for spot2
+    spot2.insert(_faces_of("spot2", "spot2.person_0002", face_seed=1, n=5, t0=T0 + 200, start=10))  # Alice again
+    spot1.name_identity("spot1.person_0001", "Alice")
+    merges = reconcile(spot2, dry_run=True)
+    assert [(m.absorbed, m.survivor) for m in merges] == [("spot2.person_0002", "spot1.person_0001")]
+    assert robot_of("spot2.person_0002") == "spot2" and robot_of("person_0002") == ""
+    reconcile(spot1)
+    alice = spot2.call_tool("person_observations", {"person": "Alice", "limit": 50})
+    assert len(alice) == 10 and {r["robot"] for r in alice} == {"spot1", "spot2"}
+    assert sorted(i.identity_id for i in spot1.identities()) == ["spot1.person_0001", "spot2.person_0001"]
+    # spot2's perception still calls her by its own id: what it stores now is hers too
+    spot2.insert(_faces_of("spot2", "spot2.person_0002", face_seed=1, n=1, t0=T0 + 300, start=20))
+    assert len(spot1.call_tool("person_observations", {"person": "Alice", "limit": 50})) == 11
+    assert reconcile(spot1) == []                      # nothing left to merge; an undone merge is never redone
+    change = spot1.identity_changes(limit=5)[0]
+    assert (change["kind"], change["source"]) == ("merge", "spot2.person_0002")
+    spot1.undo_identity_change(change["change"])
+    # her 5 journalled sightings went back to spot2's id (the one stored under Alice since stays: the store's undo)
+    assert reconcile(spot1) == [] and len(spot1.call_tool("person_observations", {"person": "Alice"})) == 6
+    assert len(spot1.call_tool("person_observations", {"person": "spot2.person_0002"})) == 5
+    spot1.close()
+    spot2.close()
+
+
+def test_a_fleet_set_up_from_the_command_line(tmp_path):
+    """README's fleet set-up: a server, the fleet's database, a robot's and an operator's logins,
+    the robot writing, the operator reconciling; passwords only in the environment."""
+    import os
+    import subprocess
+    from conftest import VENV_BIN
+    from embodied_memory.fleet.server import free_port
+    port = free_port()
+    env = {**os.environ, "EMBODIED_MEMORY_FLEET_ADMIN_PASSWORD": "admin-pw"}
+    admin = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    def cli(*args, password=""):
+        run = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", *args], capture_output=True, text=True,
+                             env={**env, "EMBODIED_MEMORY_DB_PASSWORD": password}, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+    folder = str(tmp_path / "server")
+    assert "fleet memory server running" in cli("server", "--folder", folder, "--port", str(port))
+    try:
+        assert f"127.0.0.1:{port}/fleet" in cli("init", "--admin-url", admin, "--face-dim", "8", "--image-dim", "16",
+                                               "--reid-dim", "8", "--cache-dir", str(tmp_path / "admin"))
+        cli("add-robot", "spot1", "--admin-url", admin, password="spot1-pw")
+        cli("add-operator", "ops", "--admin-url", admin, password="ops-pw")
+        os.environ["SPOT1_PW"] = "spot1-pw"
+        robot = open_store(StoreParams(backend="postgres", postgres_url=f"postgresql://spot1@127.0.0.1:{port}/fleet",
+                                       postgres_password_env="SPOT1_PW", robot_id="spot1", data_dir=str(tmp_path / "r"),
+                                       text_embedder="hash", **DIMS))
+        assert robot.insert([observation("spot1", 1, T0)]) == ["spot1/1"]
+        robot.close()
+        out = cli("reconcile", "--url", f"postgresql://ops@127.0.0.1:{port}/fleet", "--dry-run",
+                  "--cache-dir", str(tmp_path / "ops"), password="ops-pw")
+        assert "0 identities to merge across robots" in out
+        bad = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", "add-robot", "spot2", "--admin-url", admin],
+                             capture_output=True, text=True, env={**env, "EMBODIED_MEMORY_DB_PASSWORD": ""})
+        assert bad.returncode != 0 and "EMBODIED_MEMORY_DB_PASSWORD" in bad.stderr
+    finally:
+        os.environ.pop("SPOT1_PW", None)
+        cli("stop", "--folder", folder)

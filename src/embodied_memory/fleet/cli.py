@@ -5,6 +5,7 @@
     embodied-memory fleet init --admin-url postgresql://postgres@fleet-server:5432/postgres
     EMBODIED_MEMORY_DB_PASSWORD=... embodied-memory fleet add-robot spot1 --admin-url ...
     EMBODIED_MEMORY_DB_PASSWORD=... embodied-memory fleet add-operator alice --admin-url ...
+    EMBODIED_MEMORY_DB_PASSWORD=... embodied-memory fleet reconcile --url postgresql://alice@fleet-server:5432/fleet --every 300
     embodied-memory fleet stop --folder /srv/fleet
 
 Passwords come from environment variables only (never arguments: they would sit in the shell
@@ -40,6 +41,8 @@ def cmd_fleet(args) -> int:
         print(f"fleet memory server running (pid {server.pid()}): {server.url()}  "
               f"(log: {server.folder / 'server.log'}; stop: embodied-memory fleet stop --folder {args.folder})")
         return 0
+    if args.action == "reconcile":
+        return _reconcile(args)
     if not args.admin_url:
         raise SystemExit("error: --admin-url postgresql://ADMIN@HOST:PORT/postgres is needed")
     if args.action != "init" and not args.name:
@@ -60,18 +63,58 @@ def cmd_fleet(args) -> int:
     return 0
 
 
+def open_fleet_store(url: str, cache_dir: str):
+    """The fleet's memory as an operator opens it (dimensions as the server's database holds them;
+    the password from $EMBODIED_MEMORY_DB_PASSWORD)."""
+    import psycopg
+    from ..store import open_store
+    from ..store.params import StoreParams
+    with psycopg.connect(url, password=_env(LOGIN_PASSWORD_ENV)) as conn:
+        dims = {k: int(v) for k, v in conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('text_dim', 'image_dim', 'face_dim', 'reid_dim')").fetchall()}
+    return open_store(StoreParams(backend="postgres", postgres_url=url, data_dir=cache_dir,
+                                  postgres_password_env=LOGIN_PASSWORD_ENV, **dims))
+
+
+def _reconcile(args) -> int:
+    import time
+    from .identities import reconcile
+    if not args.url:
+        raise SystemExit("error: --url postgresql://OPERATOR@HOST:PORT/fleet is needed (an operator's login)")
+    store = open_fleet_store(args.url, args.cache_dir)
+    try:
+        while True:
+            merges = reconcile(store, dry_run=args.dry_run)
+            for m in merges:
+                print(f"{'would merge' if args.dry_run else 'merged'} {m.absorbed} into {m.survivor} "
+                      f"(face distance {m.distance:.3f})")
+            print(f"{len(merges)} identities {'to merge' if args.dry_run else 'merged'} across robots", flush=True)
+            if not args.every or args.dry_run:
+                return 0
+            time.sleep(args.every)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        store.close()
+
+
 def add_fleet_arguments(p) -> None:
     from ..store.params import StoreParams
-    p.add_argument("action", choices=("server", "stop", "init", "add-robot", "add-operator"),
+    p.add_argument("action", choices=("server", "stop", "init", "add-robot", "add-operator", "reconcile"),
                    help="server: start (and on first use create) a PostgreSQL server in --folder; stop: stop it; "
                         "init: make the fleet database, its tables and roles; add-robot / add-operator NAME: a login "
-                        f"(its password from ${LOGIN_PASSWORD_ENV}; the administrator's from ${ADMIN_PASSWORD_ENV})")
+                        f"(its password from ${LOGIN_PASSWORD_ENV}; the administrator's from ${ADMIN_PASSWORD_ENV}); "
+                        "reconcile: merge the identities different robots enrolled for one person (an operator's "
+                        f"--url, password from ${LOGIN_PASSWORD_ENV})")
     p.add_argument("name", nargs="?", default="", help="add-robot: the robot_id; add-operator: the login name")
     p.add_argument("--folder", default="~/.local/share/embodied_memory/fleet_server", help="server / stop: its data")
     p.add_argument("--host", default="127.0.0.1", help="server: the address it listens on (0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=5432, help="server: its TCP port")
     p.add_argument("--admin-url", default="", help="init / add-*: postgresql://postgres@HOST:PORT/postgres")
     p.add_argument("--database", default="fleet", help="the fleet's database")
+    p.add_argument("--url", default="", help="reconcile: postgresql://OPERATOR@HOST:PORT/fleet")
+    p.add_argument("--every", type=float, default=0.0, metavar="S", help="reconcile: again every S seconds (a service)")
+    p.add_argument("--dry-run", action="store_true", help="reconcile: print the merges, change nothing")
     p.add_argument("--cache-dir", default="~/.cache/embodied_memory/fleet_admin", help="init: the store's local cache")
     for name in ("text_dim", "image_dim", "face_dim", "reid_dim"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=getattr(StoreParams, name),

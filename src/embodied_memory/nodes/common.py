@@ -3,6 +3,8 @@ callback raises, time conversions, the keyframe and acknowledgement QoS."""
 from __future__ import annotations
 
 import logging
+import re
+import socket
 import sys
 from typing import Callable
 
@@ -13,6 +15,13 @@ from rclpy.node import Node
 
 from ..config import ConfigError
 from .parameters import node_options, node_params  # noqa: F401 - every node imports them from here
+
+
+def robot_id_of(namespace: str) -> str:
+    """A fleet robot's id when robot_id is "auto" (or unset on a fleet server): its ROS namespace
+    (/spot2 -> spot2, /site/spot2 -> site.spot2), else the host name."""
+    name = namespace.strip("/").replace("/", ".") or socket.gethostname().split(".")[0]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64]
 
 
 def to_time_msg(t: float) -> Time:

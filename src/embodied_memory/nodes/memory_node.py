@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
-import socket
 import threading
 import time
 
@@ -42,7 +40,7 @@ from ..params import (MEMORY_FORGET_SERVICE, MEMORY_NAME_SERVICE, MEMORY_QUERY_S
 from ..store import open_store
 from ..store.errors import StoreError, StoreWriteError
 from ..store.image_files import insert_with_images, sweep_partial_images
-from .common import forgotten_qos, node_options, node_params, run_node, service_qos, to_time_msg
+from .common import forgotten_qos, node_options, node_params, robot_id_of, run_node, service_qos, to_time_msg
 from .conversions import grid_from_msg, observation_from_msg
 from .delivery import AckPublisher
 from .health import NodeHealth
@@ -77,13 +75,6 @@ def open_store_waiting(params: StoreParams, log, wait_s: float = STORE_OPEN_WAIT
         delay = min(15.0, delay * 2)
 
 
-def default_robot_id(namespace: str) -> str:
-    """A fleet robot's id when robot_id is not set: its ROS namespace (/spot2 -> spot2,
-    /site/spot2 -> site.spot2), else the host name."""
-    name = namespace.strip("/").replace("/", ".") or socket.gethostname().split(".")[0]
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64]
-
-
 class MemoryNode(ManagedNode):
     def __init__(self, **kwargs):
         super().__init__("memory", **node_options(kwargs))
@@ -115,8 +106,11 @@ class MemoryNode(ManagedNode):
                 raise ConfigError(f"clip_weights: {p.clip_model} embeds into {query_encoder.dim} dimensions but "
                                   f"image_dim is {p.image_dim}: set image_dim to the image embedder's (CLIP's)")
         store_params = StoreParams(**{k: getattr(p, k) for k in store_fields})
-        if store_params.backend == "postgres" and not store_params.robot_id:
-            store_params = dataclasses.replace(store_params, robot_id=default_robot_id(self.get_namespace()))
+        if store_params.robot_id == "auto" or (store_params.backend == "postgres" and not store_params.robot_id):
+            store_params = dataclasses.replace(store_params, robot_id=robot_id_of(self.get_namespace()))
+        if "{robot_id}" in store_params.postgres_url:    # one stack file for every robot: its login is its id
+            store_params = dataclasses.replace(store_params, postgres_url=store_params.postgres_url.replace(
+                "{robot_id}", store_params.robot_id))
         self.store = open_store_waiting(store_params, self.get_logger(), image_query_embedder=query_encoder)
         self.get_logger().info(f"memory store ({p.backend}) at {self.store.location}"
                                f"{' as robot ' + store_params.robot_id if store_params.robot_id else ''}: "

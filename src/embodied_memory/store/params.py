@@ -53,8 +53,10 @@ class StoreParams:
     milvus_token_env: str = "MILVUS_TOKEN"         # env var holding the Milvus token ("" = none); never in YAML
     milvus_user: str = ""                          # Milvus user (password from milvus_password_env)
     milvus_password_env: str = "MILVUS_PASSWORD"   # env var holding that user's password
-    robot_id: str = ""                     # the robot whose records these writes are ("" = none: one robot)
-    postgres_url: str = ""                 # postgres: postgresql://USER@HOST:5432/DB?sslmode=verify-full (no password)
+    robot_id: str = ""                     # the robot whose records these writes are ("" = none: one robot;
+                                           # the memory node: "auto" = its namespace, else host name)
+    postgres_url: str = ""                 # postgres: postgresql://USER@HOST:5432/DB?sslmode=verify-full (no password;
+                                           # the memory node puts robot_id for "{robot_id}")
     postgres_password_env: str = "EMBODIED_MEMORY_DB_PASSWORD"   # env var holding USER's password ("" = libpq's own)
     postgres_connect_timeout_s: float = 10.0
 
