@@ -46,8 +46,8 @@ from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg, pi
 from ..params import CONSOLIDATE_SERVICE, PerceptionNodeParams
 from ..perception.pipeline import Perception, PerceptionParams
 from ..types import Keyframe
-from .common import forgotten_qos, from_time_msg, keyframe_qos, node_options, node_params, robot_id_of, run_node,
-                     to_time_msg
+from .common import (forgotten_qos, from_time_msg, keyframe_qos, node_options, node_params, robot_id_of, run_node,
+                     to_time_msg)
 from .conversions import observation_to_msg, optional_pose_from_msg
 from .delivery import AckPublisher, AcknowledgedPublisher
 from .health import NodeHealth
