@@ -3,13 +3,18 @@ one fleet memory on a real PostgreSQL server; each answers from what the other s
 import json
 
 import pytest
+from embodied_memory_interfaces.msg import IdentityForgotten
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from embodied_memory_interfaces.srv import GetMemoryStats, QueryMemory
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
+from embodied_memory.nodes.common import forgotten_qos
 from embodied_memory.nodes.conversions import observation_to_msg
 from embodied_memory.nodes.service_client import call_service
+from embodied_memory.params import StoreParams
+from embodied_memory.store import open_store
 
 from fleet_workers import observation
 from rosutil import LaunchedStack, call, wait_until
@@ -27,7 +32,7 @@ def test_two_namespaced_robots_share_one_memory_and_answer_with_the_robot_that_s
   memory:
     executable: memory_node
     parameters: {{backend: postgres, postgres_url: "{fleet_database}", data_dir: "{tmp_path / robot}",
-                  text_embedder: hash, image_dim: 16, face_dim: 8, reid_dim: 8}}
+                  text_embedder: hash, image_dim: 16, face_dim: 8, reid_dim: 8, fleet_poll_s: 0.5}}
 """)   # no robot_id: each takes its namespace's name
         stacks[robot] = LaunchedStack(path, tmp_path / f"{robot}.log", "--namespace", robot)
     try:
@@ -44,6 +49,18 @@ def test_two_namespaced_robots_share_one_memory_and_answer_with_the_robot_that_s
         assert res.success, res.error
         assert [(r["id"], r["robot"]) for r in json.loads(res.result_json)] == [("spot1/7", "spot1")]
         assert "as robot spot1" in stacks["spot1"].log() and "as robot spot2" in stacks["spot2"].log()
+        # an operator forgets her on the server: spot2's memory node tells spot2's perception
+        forgotten = []
+        node.create_subscription(IdentityForgotten, "/spot2/memory/forgotten_identities",
+                                 lambda m: forgotten.append(m.identity_id), forgotten_qos())
+        operator = open_store(StoreParams(backend="postgres", postgres_url=fleet_database, data_dir=str(tmp_path / "op"),
+                                          text_embedder="hash", image_dim=16, face_dim=8, reid_dim=8))
+        assert operator.forget_identity("alice")["sightings_removed"] == 1
+        operator.close()
+        executor = SingleThreadedExecutor(context=ros_context)
+        executor.add_node(node)
+        wait_until(lambda: executor.spin_once(timeout_sec=0.1) or "alice" in forgotten, 30,
+                   what="spot2's memory node to publish the fleet's forget")
     finally:
         for stack in stacks.values():
             assert stack.stop() == 0, stack.log()

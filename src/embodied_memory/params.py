@@ -47,6 +47,7 @@ class MemoryNodeParams(StoreParams):
     markers_period_s: float = 5.0
     markers_max: int = 2000
     map_frame: str = "map"
+    fleet_poll_s: float = 10.0             # backend postgres: how often to look for forgets made elsewhere in the fleet
     merges_topic: str = MERGES_TOPIC
     identity_changes_topic: str = IDENTITY_CHANGES_TOPIC
     episode_maps_topic: str = "memory/episode_maps"
@@ -57,6 +58,12 @@ class MemoryNodeParams(StoreParams):
 
     # settable at run time (`ros2 param set`, nodes/parameters.py); every other one is read-only
     DYNAMIC: ClassVar[frozenset[str]] = frozenset({"markers_max"})
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("markers_period_s", "fleet_poll_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}: must be > 0 (seconds)")
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,14 @@ class MemoryNode(ManagedNode):
         self._dirty.set()
         add((self.destroy_timer, self.create_timer(p.markers_period_s, h.guard(self._gated(self._publish_markers),
                                                                                "markers"), callback_group=reads, clock=steady_clock())))
-        for identity in self.store.forgotten_identities():   # a perception node that starts later forgets them too
+        self._publish_forgotten()             # a perception node that starts later forgets them too
+        if self.store.on_server:              # a forget anywhere in the fleet reaches this robot's perception
+            add((self.destroy_timer, self.create_timer(p.fleet_poll_s, h.guard(self._gated(self._publish_forgotten),
+                                                                                 "fleet forgets"),
+                                                       callback_group=reads, clock=steady_clock())))
+
+    def _publish_forgotten(self) -> None:
+        for identity in self.store.forgotten_identities():
             if identity not in self._forgotten_sent:
                 self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(),
                                                               identity_id=identity))
