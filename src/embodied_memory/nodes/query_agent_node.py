@@ -58,6 +58,7 @@ class QueryAgentNode(Node):
         self._warm_up()
         self.on_params_changed = lambda p: setattr(self.agent, "params", p)   # planner, rules: next question
         act = self.params.ask_and_act_action
+        act = self.resolve_topic_name(act) if act else act      # as it resolves here (in the node's namespace)
         self.ask_hooks = QuestionHooks(no_navigate=(
             f"the Ask service never moves the robot; send the question as a goal to the AskAndAct action "
             f"{act} (embodied-memory ask --act)" if act else
