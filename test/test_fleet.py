@@ -135,9 +135,16 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
     with pytest.raises(StoreError, match="row-level security"):
         impostor.insert([observation("spot1", 3, T0 + 30)])
     assert spot1.stats()["observations"] == 2
+    # its perception merges two of its own identities (its sightings, its ids): allowed
+    spot1.insert(_faces_of("spot1", "spot1.person_0001", face_seed=1, n=2, t0=T0 + 40, start=40))
+    spot1.insert(_faces_of("spot1", "spot1.person_0002", face_seed=1, n=2, t0=T0 + 50, start=50))
+    assert spot1.merge_identities("spot1.person_0002", "spot1.person_0001") == 2
+    with pytest.raises(StoreError, match="permission denied|row-level security"):
+        spot2.merge_identities("spot1.person_0001", "spot2.person_0009")     # another robot's identity
     operator = login("ops")
     assert operator.forget_identity("alice")["sightings_removed"] == 2      # fleet-wide
-    assert spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100}) == []
+    assert [p["person"] for p in spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100})] == \
+        ["spot1.person_0001"]
     for store in (spot1, spot2, impostor, operator):
         store.close()
 
@@ -217,6 +224,10 @@ def test_a_fleet_set_up_from_the_command_line(tmp_path):
         out = cli("reconcile", "--url", f"postgresql://ops@127.0.0.1:{port}/fleet", "--dry-run",
                   "--cache-dir", str(tmp_path / "ops"), password="ops-pw")
         assert "0 identities to merge across robots" in out
+        gone = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", "forget", "nobody", "--url",
+                               f"postgresql://ops@127.0.0.1:{port}/fleet", "--cache-dir", str(tmp_path / "ops")],
+                              capture_output=True, text=True, env={**env, "EMBODIED_MEMORY_DB_PASSWORD": "ops-pw"})
+        assert gone.returncode == 1 and "unknown person 'nobody'" in gone.stderr, gone.stderr
         bad = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", "add-robot", "spot2", "--admin-url", admin],
                              capture_output=True, text=True, env={**env, "EMBODIED_MEMORY_DB_PASSWORD": ""})
         assert bad.returncode != 0 and "EMBODIED_MEMORY_DB_PASSWORD" in bad.stderr

@@ -5,6 +5,7 @@
     embodied-memory fleet init --admin-url postgresql://postgres@fleet-server:5432/postgres
     EMBODIED_MEMORY_DB_PASSWORD=... embodied-memory fleet add-robot spot1 --admin-url ...
     EMBODIED_MEMORY_DB_PASSWORD=... embodied-memory fleet add-operator alice --admin-url ...
+    EMBODIED_MEMORY_DB_PASSWORD=... embodied-memory fleet forget Alice --url postgresql://alice@fleet-server:5432/fleet
     EMBODIED_MEMORY_DB_PASSWORD=... embodied-memory fleet reconcile --url postgresql://alice@fleet-server:5432/fleet --every 300
     embodied-memory fleet stop --folder /srv/fleet
 
@@ -13,7 +14,9 @@ history and the process list).
 """
 from __future__ import annotations
 
+import json
 import os
+import sys
 
 ADMIN_PASSWORD_ENV = "EMBODIED_MEMORY_FLEET_ADMIN_PASSWORD"
 LOGIN_PASSWORD_ENV = "EMBODIED_MEMORY_DB_PASSWORD"
@@ -41,8 +44,10 @@ def cmd_fleet(args) -> int:
         print(f"fleet memory server running (pid {server.pid()}): {server.url()}  "
               f"(log: {server.folder / 'server.log'}; stop: embodied-memory fleet stop --folder {args.folder})")
         return 0
-    if args.action == "reconcile":
-        return _reconcile(args)
+    if args.action in ("reconcile", "forget"):
+        if not args.url:
+            raise SystemExit("error: --url postgresql://OPERATOR@HOST:PORT/fleet is needed (an operator's login)")
+        return _reconcile(args) if args.action == "reconcile" else _forget(args)
     if not args.admin_url:
         raise SystemExit("error: --admin-url postgresql://ADMIN@HOST:PORT/postgres is needed")
     if args.action != "init" and not args.name:
@@ -76,11 +81,26 @@ def open_fleet_store(url: str, cache_dir: str):
                                   postgres_password_env=LOGIN_PASSWORD_ENV, **dims))
 
 
+def _forget(args) -> int:
+    """Everything of one person, on every robot's records (their images stay on the robots' disks
+    until each robot's own retention removes them: the server holds no image)."""
+    if not args.name:
+        raise SystemExit("error: forget needs a PERSON (an identity id or its name)")
+    from ..store import StoreError
+    store = open_fleet_store(args.url, args.cache_dir)
+    try:
+        print(json.dumps(store.forget_identity(args.name, dry_run=args.dry_run), indent=2))
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    return 0
+
+
 def _reconcile(args) -> int:
     import time
     from .identities import reconcile
-    if not args.url:
-        raise SystemExit("error: --url postgresql://OPERATOR@HOST:PORT/fleet is needed (an operator's login)")
     store = open_fleet_store(args.url, args.cache_dir)
     try:
         while True:
@@ -100,13 +120,15 @@ def _reconcile(args) -> int:
 
 def add_fleet_arguments(p) -> None:
     from ..store.params import StoreParams
-    p.add_argument("action", choices=("server", "stop", "init", "add-robot", "add-operator", "reconcile"),
+    p.add_argument("action", choices=("server", "stop", "init", "add-robot", "add-operator", "reconcile", "forget"),
                    help="server: start (and on first use create) a PostgreSQL server in --folder; stop: stop it; "
                         "init: make the fleet database, its tables and roles; add-robot / add-operator NAME: a login "
                         f"(its password from ${LOGIN_PASSWORD_ENV}; the administrator's from ${ADMIN_PASSWORD_ENV}); "
-                        "reconcile: merge the identities different robots enrolled for one person (an operator's "
-                        f"--url, password from ${LOGIN_PASSWORD_ENV})")
-    p.add_argument("name", nargs="?", default="", help="add-robot: the robot_id; add-operator: the login name")
+                        "reconcile: merge the identities different robots enrolled for one person; forget PERSON: "
+                        f"everything of them fleet-wide (both with an operator's --url, password from "
+                        f"${LOGIN_PASSWORD_ENV})")
+    p.add_argument("name", nargs="?", default="", help="add-robot: the robot_id; add-operator: the login name; "
+                                                        "forget: the person (identity id or name)")
     p.add_argument("--folder", default="~/.local/share/embodied_memory/fleet_server", help="server / stop: its data")
     p.add_argument("--host", default="127.0.0.1", help="server: the address it listens on (0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=5432, help="server: its TCP port")
@@ -114,7 +136,7 @@ def add_fleet_arguments(p) -> None:
     p.add_argument("--database", default="fleet", help="the fleet's database")
     p.add_argument("--url", default="", help="reconcile: postgresql://OPERATOR@HOST:PORT/fleet")
     p.add_argument("--every", type=float, default=0.0, metavar="S", help="reconcile: again every S seconds (a service)")
-    p.add_argument("--dry-run", action="store_true", help="reconcile: print the merges, change nothing")
+    p.add_argument("--dry-run", action="store_true", help="reconcile / forget: print what it would do, change nothing")
     p.add_argument("--cache-dir", default="~/.cache/embodied_memory/fleet_admin", help="init: the store's local cache")
     for name in ("text_dim", "image_dim", "face_dim", "reid_dim"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=getattr(StoreParams, name),

@@ -30,9 +30,15 @@ OWN_ROWS = {        # table -> the condition that a row is the current robot's
     "regions": "EXISTS (SELECT 1 FROM observations o WHERE o.id = regions.obs AND o.robot_id = current_user)",
     "obs_xy": "EXISTS (SELECT 1 FROM observations o WHERE o.id = obs_xy.id AND o.robot_id = current_user)",
 }
+def _own(column: str) -> str:
+    """The identity in ``column`` is one the current robot's perception minted (<robot_id>.person_NNNN)."""
+    return f"{column} LIKE current_user || '.%'"
+
+
+OWN_IDENTITIES = _own("identity_id")
+OWN_ALIASES = f"{_own('alias_id')} OR {_own('identity_id')}"   # its ids, or pointing at its identity
 SHARED_ROBOT_WRITES = {   # tables a robot keeps with the fleet: what it may do there
     "identities": "INSERT",
-    "identity_aliases": "INSERT, UPDATE, DELETE",
     "identity_changes": "INSERT, UPDATE",
     "summaries": "INSERT, UPDATE, DELETE",
     "waypoint_stats": "INSERT, UPDATE",
@@ -98,6 +104,20 @@ def create_fleet(admin_url: str, admin_password: str, database: str, store_param
                 conn.execute(f"CREATE POLICY em_{name} ON {table} {rule}")
         for table, rights in SHARED_ROBOT_WRITES.items():
             conn.execute(f"GRANT {rights} ON {table} TO {ROBOT_GROUP}")
+        # its perception merges (and its consolidation splits) its own identities: it updates and
+        # deletes identities it minted, never another robot's, and names none (an operator's act)
+        # (and an alias only for an id of its own: it cannot make another robot's person its own)
+        for table, insert, own in (("identities", "true", OWN_IDENTITIES), ("identity_aliases", _own("alias_id"),
+                                                                              OWN_ALIASES)):
+            conn.execute(f"GRANT INSERT, UPDATE, DELETE ON {table} TO {ROBOT_GROUP}")
+            conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+            for name, rule in (("read", f"FOR SELECT TO {ROBOT_GROUP}, {OPERATOR_GROUP} USING (true)"),
+                               ("own_insert", f"FOR INSERT TO {ROBOT_GROUP} WITH CHECK ({insert})"),
+                               ("own_update", f"FOR UPDATE TO {ROBOT_GROUP} USING ({own}) WITH CHECK ({own})"),
+                               ("own_delete", f"FOR DELETE TO {ROBOT_GROUP} USING ({own})"),
+                               ("operator", f"FOR ALL TO {OPERATOR_GROUP} USING (true) WITH CHECK (true)")):
+                conn.execute(f"DROP POLICY IF EXISTS em_{name} ON {table}")
+                conn.execute(f"CREATE POLICY em_{name} ON {table} {rule}")
     log.info("fleet memory %s ready (roles %s, %s)", database, ROBOT_GROUP, OPERATOR_GROUP)
     return fleet_url
 
