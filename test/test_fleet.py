@@ -234,3 +234,18 @@ def test_a_fleet_set_up_from_the_command_line(tmp_path):
     finally:
         os.environ.pop("SPOT1_PW", None)
         cli("stop", "--folder", folder)
+
+
+def test_an_answer_says_which_robot_saw_the_person(fleet_database, tmp_path):
+    """"Where did you last see Alice?" on a fleet's memory: the robot that saw her, in the text
+    and in the evidence."""
+    from embodied_memory.agent.query_agent import AgentParams, QueryAgent
+    from embodied_memory.agent.tools import StoreMemoryClient
+    spot1, spot2 = fleet_store(fleet_database, tmp_path, "spot1"), fleet_store(fleet_database, tmp_path, "spot2")
+    spot1.insert([observation("spot1", 1, T0 + 10, person="alice")])
+    spot2.insert([observation("spot2", 2, T0 + 20, person="alice")])
+    agent = QueryAgent(StoreMemoryClient(spot1), AgentParams(planner="rules"))
+    answer = agent.ask("Where did you last see alice?", as_of=T0 + 60)
+    assert answer.status == "ok" and answer.waypoint == "corridor" and answer.text.endswith("Seen by spot2."), answer
+    spot1.close()
+    spot2.close()

@@ -42,6 +42,13 @@ NOW_S = 10 * 60            # "who is in the kitchen now": what the robot saw the
 COPRESENCE_S = 3 * 60      # seen in one place this close in time: together
 
 
+def _seen_by(ans: Answer, row: dict) -> Answer:
+    """On a fleet's memory: which robot saw it (the sighting's ``robot``)."""
+    if ans.status == "ok" and row.get("robot"):
+        ans.text += f" Seen by {row['robot']}."
+    return ans
+
+
 class PeopleAnswers:
     """Answers about people from the memory read through ``reader``; ``names``: id -> display name."""
 
@@ -150,14 +157,14 @@ class PeopleAnswers:
         rows = self.reader.person_sightings(p.person, start, end, p.place, last_only=True)
         if not rows:
             return self.not_seen(self.name(p.person), p, p.place)
-        return self._located(kind, {**rows[-1], "_person": p.person}, text)
+        return _seen_by(self._located(kind, {**rows[-1], "_person": p.person}, text), rows[-1])
 
     def first_sighting(self, p: ParsedQuestion, default_window: str, text: str) -> Answer:
         start, end = self.window(p, default_window)
         rows = self.reader.person_sightings(p.person, start, end, p.place, first_only=True)
         if not rows:
             return self.not_seen(self.name(p.person), p, p.place)
-        return self._located("time", {**rows[0], "_person": p.person}, text)
+        return _seen_by(self._located("time", {**rows[0], "_person": p.person}, text), rows[0])
 
     def _age(self, ans: Answer) -> float:
         return self.tools.now - ans.time if ans.time is not None else float("inf")
@@ -168,8 +175,10 @@ class PeopleAnswers:
     def where_now(self, p: ParsedQuestion) -> Answer:
         ans = self.last_sighting(p, "ever", "position", "{name} was last seen {place} {at}; probably still there.")
         if ans.status == "ok" and self._age(ans) > RECENT_S:     # the last known place, said as such
+            said, by = ans.text.split(" Seen by ", 1) if " Seen by " in ans.text else (ans.text, "")
             ans.text = f"I don't know where {self.name(p.person)} is now: I last saw them " + \
-                       ans.text.split(" was last seen ", 1)[1].replace("; probably still there.", ".")
+                       said.split(" was last seen ", 1)[1].replace("; probably still there.", ".") + \
+                       (f" Seen by {by}" if by else "")
             ans.confidence = 0.3
         return ans
 
