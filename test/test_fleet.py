@@ -249,3 +249,22 @@ def test_an_answer_says_which_robot_saw_the_person(fleet_database, tmp_path):
     assert answer.status == "ok" and answer.waypoint == "corridor" and answer.text.endswith("Seen by spot2."), answer
     spot1.close()
     spot2.close()
+
+
+def test_tools_take_a_robot_or_span_the_fleet(fleet_database, tmp_path):
+    spot1, spot2 = fleet_store(fleet_database, tmp_path, "spot1"), fleet_store(fleet_database, tmp_path, "spot2")
+    spot1.insert([observation("spot1", i, T0 + i, person="alice") for i in range(0, 6)])
+    spot2.insert([observation("spot2", i, T0 + 100 + i, person="alice") for i in range(0, 6)])
+    q = spot1.call_tool
+    assert {r["robot"] for r in q("observations_between", {"t_start": T0, "t_end": T0 + 200})} == {"spot1", "spot2"}
+    assert {r["robot"] for r in q("observations_between", {"t_start": T0, "t_end": T0 + 200, "robot": "spot2"})} == \
+        {"spot2"}
+    assert q("latest_observation", {"robot": "spot1"})["id"] == "spot1/5"
+    assert q("latest_observation", {})["id"] == "spot2/5"
+    assert [r["id"] for r in q("person_observations", {"person": "alice", "robot": "spot1", "limit": 2})] == \
+        ["spot1/5", "spot1/4"]
+    lab = q("waypoint_observations", {"waypoint_id": "lab", "robot": "spot2"})
+    assert lab and {r["robot"] for r in lab} == {"spot2"}
+    assert q("observations_between", {"t_start": T0, "t_end": T0 + 200, "robot": "spot9"}) == []
+    spot1.close()
+    spot2.close()

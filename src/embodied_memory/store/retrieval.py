@@ -35,6 +35,11 @@ NEWEST_BLOCK = 4096      # rows scored first by _newest_first_scan
 ROWS_PER_SEARCH = 65536  # newest rows scored by id for about the cost of one wider nearest-neighbour search
 
 
+def _robot_filter(robot: Optional[str], column: str = "robot_id") -> tuple[str, tuple]:
+    """`` AND <column>=?`` and its value for a tool's ``robot`` argument ("" / None: every robot)."""
+    return (f" AND {column}=?", (robot,)) if robot else ("", ())
+
+
 def _top(ids: np.ndarray, scores: np.ndarray, times: np.ndarray, m: int,
          unique: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The m lowest scores with their ids and times, best first, newer first among equals;
@@ -386,9 +391,11 @@ class RetrievalMixin:
 
     @query_tool("Observations in a time window, oldest first.",
                 result=f"oldest first: {OBSERVATION}")
-    def observations_between(self, t_start: float, t_end: float, limit: int = 50) -> list[dict]:
-        rows = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t >= ? AND t <= ? "
-                                    "ORDER BY t LIMIT ?", (t_start, t_end, limit))
+    def observations_between(self, t_start: float, t_end: float, limit: int = 50,
+                             robot: Optional[str] = None) -> list[dict]:
+        by_robot, robot_args = _robot_filter(robot)
+        rows = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t >= ? AND t <= ?{by_robot} "
+                                    "ORDER BY t LIMIT ?", (t_start, t_end, *robot_args, limit))
         return [self._record(r) for r in rows]
 
     @query_tool("The observations closest in time to a time (ReMEmbR retrieve_from_time).",
@@ -414,7 +421,7 @@ class RetrievalMixin:
                        "is not known (present only when there are any; a body without a face is not counted)")
     def waypoint_observations(self, waypoint_id: str, t_start: Optional[float] = None,
                               t_end: Optional[float] = None, limit: int = 50,
-                              order: str = "newest") -> list[dict]:
+                              order: str = "newest", robot: Optional[str] = None) -> list[dict]:
         """HUMEMBR waypoint history: what was seen at waypoint W in [t_start, t_end]: the robot's
         observations there and views from elsewhere of a person standing at W (through a door:
         ``waypoint`` W, ``robot_waypoint`` where the robot was); each record's ``persons`` are
@@ -423,12 +430,14 @@ class RetrievalMixin:
         conn = self._conn()
         window = (0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end)
         order_sql = self._order_sql(order, "t")
-        here = conn.execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE waypoint_id=? AND t >= ? AND t <= ? "
-                            f"{order_sql} LIMIT ?", (waypoint_id, *window, limit)).fetchall()
+        by_robot, robot_args = _robot_filter(robot)
+        here = conn.execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE waypoint_id=? AND t >= ? AND t <= ?"
+                            f"{by_robot} {order_sql} LIMIT ?", (waypoint_id, *window, *robot_args, limit)).fetchall()
         views = conn.execute(
             f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))} FROM observations o WHERE o.id IN "
-            f"(SELECT obs FROM sightings WHERE waypoint_id=? AND t >= ? AND t <= ? {order_sql} LIMIT ?) "
-            f"{self._order_sql(order, 'o.t')}", (waypoint_id, *window, 4 * limit)).fetchall()   # a view: several people
+            f"(SELECT obs FROM sightings WHERE waypoint_id=? AND t >= ? AND t <= ? {order_sql} LIMIT ?){by_robot} "
+            f"{self._order_sql(order, 'o.t')}",
+            (waypoint_id, *window, 4 * limit, *robot_args)).fetchall()   # a view: several people
         view_ids = {r["id"] for r in views}
         rows = sorted({r["id"]: r for r in [*here, *views]}.values(), key=lambda r: (r["t"], r["id"]),
                       reverse=order == "newest")[:limit]
@@ -464,15 +473,17 @@ class RetrievalMixin:
                 result=f"in the given order: {SIGHTING}")
     def person_observations(self, person: str, t_start: Optional[float] = None,
                             t_end: Optional[float] = None, limit: int = 50,
-                            order: str = "newest") -> list[dict]:
+                            order: str = "newest", robot: Optional[str] = None) -> list[dict]:
         """HUMEMBR person history: sightings of ``person`` in [t_start, t_end]; ``order`` as
         for waypoint_observations (default the most recent ``limit``, newest first)."""
         identity = self.resolve_person(person)
+        by_robot, robot_args = _robot_filter(robot, "o.robot_id")
         rows = self._conn().execute(
             f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))}, s.confidence, "
             "s.activity, s.px, s.py, s.pz, s.waypoint_id AS place FROM sightings s JOIN observations o "
-            f"ON o.id = s.obs WHERE s.identity_id=? AND s.t >= ? AND s.t <= ? {self._order_sql(order, 's.t')} "
-            "LIMIT ?", (identity, 0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end, limit))
+            f"ON o.id = s.obs WHERE s.identity_id=? AND s.t >= ? AND s.t <= ?{by_robot} "
+            f"{self._order_sql(order, 's.t')} LIMIT ?",
+            (identity, 0.0 if t_start is None else t_start, 1e18 if t_end is None else t_end, *robot_args, limit))
         return [self._sighting_record(r) for r in rows]
 
     def _sighting_record(self, r: sqlite3.Row) -> dict:
@@ -596,7 +607,8 @@ class RetrievalMixin:
 
     @query_tool("The most recent observation (up to a time): where the robot last was.",
                 result=f"{OBSERVATION}, or null")
-    def latest_observation(self, before: Optional[float] = None) -> Optional[dict]:
-        row = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t <= ? ORDER BY t DESC LIMIT 1",
-                                   (before if before is not None else 1e18,)).fetchone()
+    def latest_observation(self, before: Optional[float] = None, robot: Optional[str] = None) -> Optional[dict]:
+        by_robot, robot_args = _robot_filter(robot)
+        row = self._conn().execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE t <= ?{by_robot} ORDER BY t DESC "
+                                   "LIMIT 1", (before if before is not None else 1e18, *robot_args)).fetchone()
         return self._record(row) if row else None

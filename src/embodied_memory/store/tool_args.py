@@ -54,7 +54,7 @@ ARGUMENT_LIMITS: dict[str, Limit] = {
     "radius": Limit(minimum=0, exclusive_minimum=True, maximum=COORD_MAX),
     "query": Limit(max_length=QUERY_CHARS),
     "person": _ID, "observation_id": _ID, "waypoint_id": _ID, "episode_id": _ID,
-    "episode": _ID, "exclude_episode": _ID,
+    "episode": _ID, "exclude_episode": _ID, "robot": Limit(max_length=64),
     "date": Limit(max_length=32),
     "order": Limit(enum=("newest", "oldest")),
     "embedding": Limit(length_of="image_dim"),

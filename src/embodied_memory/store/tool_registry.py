@@ -35,10 +35,12 @@ ARGUMENT_DOCS: dict[str, str] = {    # times: UNIX seconds to the store, local t
     "order": "'newest' (default): the latest rows of the window, newest first; 'oldest': the earliest, oldest "
              "first (arrived, first seen)",
     "include_embeddings": "also the face and re-ID vectors",
+    "robot": "a fleet's memory: only what this robot saw (its robot_id); null or '': every robot",
 }
 
 OBSERVATION = ("id, time (ISO, the memory's zone), t (UNIX), episode, waypoint, position [x, y, z] (null: "
-               "stored without a pose), yaw, description, persons (identity ids), image_path when kept")
+               "stored without a pose), yaw, description, persons (identity ids), image_path when kept, robot (a fleet's "
+               "memory: the robot that saw it)")
 SIGHTING = (f"{OBSERVATION}; confidence, activity, person_position [x, y, z] where the person stood (when "
             "depth placed them), waypoint = where the person was, robot_waypoint = the robot's when different")
 
