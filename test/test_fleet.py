@@ -7,12 +7,14 @@ import json
 import multiprocessing
 import sqlite3
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from embodied_memory.params import StoreParams
 from embodied_memory.store import open_store
+from embodied_memory.store.image_files import insert_with_images
 from embodied_memory.types import PersonSighting
 
 from fleet_workers import observation, write
@@ -54,16 +56,22 @@ def test_three_robots_write_at_once_and_every_record_is_there_once_with_its_robo
 def test_a_record_written_by_one_robot_is_found_by_anothers_query_agent(fleet_database, tmp_path):
     spot1, spot2 = fleet_store(fleet_database, tmp_path, "spot1"), fleet_store(fleet_database, tmp_path, "spot2")
     spot2.warm_up()
-    spot1.insert([observation("spot1", 1, T0 + 50, person="alice")])
+    kept, shown = observation("spot1", 0, T0 + 40), observation("spot1", 1, T0 + 50, person="alice")
+    kept.image_jpeg = shown.image_jpeg = b"\xff\xd8jpeg"
+    insert_with_images(spot1, [kept, shown])
     seen = spot2.call_tool("person_observations", {"person": "alice"})
     assert [(r["id"], r["robot"]) for r in seen] == [("spot1/1", "spot1")]
     spot2.insert([observation("spot2", 2, T0 + 60, person="alice")])
     seen = spot1.call_tool("person_observations", {"person": "alice"})
     assert [(r["id"], r["robot"]) for r in seen] == [("spot2/2", "spot2"), ("spot1/1", "spot1")]
     # a forget on the server reaches every robot's open indexes (the generation moved)
-    assert spot1.forget_identity("alice")["sightings_removed"] == 2
-    assert spot2.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100}) == []
-    assert spot2.identities() == [] and "alice" in spot2.forgotten_identities()
+    assert spot2.forget_identity("alice")["sightings_removed"] == 2      # made on another robot (its operator)
+    assert spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100}) == []
+    assert spot1.identities() == [] and "alice" in spot1.forgotten_identities()
+    # the image showing her is on spot1's disk: spot1 removes it (its memory node, every fleet_poll_s)
+    assert Path(shown.image_path).exists() and spot2.remove_files_handed_over() == 0
+    assert spot1.remove_files_handed_over() == 1 and spot1.remove_files_handed_over() == 0
+    assert not Path(shown.image_path).exists() and Path(kept.image_path).exists()
     spot1.close()
     spot2.close()
 
@@ -145,6 +153,13 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
     assert operator.forget_identity("alice")["sightings_removed"] == 2      # fleet-wide
     assert [p["person"] for p in spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100})] == \
         ["spot1.person_0001"]
+    # the operator's retention: the deleted records' images on spot1's disk go when spot1 next looks
+    pictured = observation("spot1", 60, T0 + 60)
+    pictured.image_jpeg = b"\xff\xd8jpeg"
+    insert_with_images(spot1, [pictured])
+    assert operator.forget_episode("spot1-day1")["observations_removed"] == 6
+    assert spot2.remove_files_handed_over() == 0 and Path(pictured.image_path).exists()
+    assert spot1.remove_files_handed_over() == 1 and not Path(pictured.image_path).exists()
     for store in (spot1, spot2, impostor, operator):
         store.close()
 

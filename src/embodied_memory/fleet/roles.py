@@ -104,6 +104,14 @@ def create_fleet(admin_url: str, admin_password: str, database: str, store_param
                 conn.execute(f"CREATE POLICY em_{name} ON {table} {rule}")
         for table, rights in SHARED_ROBOT_WRITES.items():
             conn.execute(f"GRANT {rights} ON {table} TO {ROBOT_GROUP}")
+        # the files of records an operator deleted: each robot removes (and then deletes the rows of) its own
+        conn.execute(f"GRANT DELETE ON files_to_remove TO {ROBOT_GROUP}")
+        conn.execute("ALTER TABLE files_to_remove ENABLE ROW LEVEL SECURITY")
+        for name, rule in (("read", f"FOR SELECT TO {ROBOT_GROUP}, {OPERATOR_GROUP} USING (true)"),
+                           ("own_delete", f"FOR DELETE TO {ROBOT_GROUP} USING (robot_id = current_user)"),
+                           ("operator", f"FOR ALL TO {OPERATOR_GROUP} USING (true) WITH CHECK (true)")):
+            conn.execute(f"DROP POLICY IF EXISTS em_{name} ON files_to_remove")
+            conn.execute(f"CREATE POLICY em_{name} ON files_to_remove {rule}")
         # its perception merges (and its consolidation splits) its own identities: it updates and
         # deletes identities it minted, never another robot's, and names none (an operator's act)
         # (and an alias only for an id of its own: it cannot make another robot's person its own)

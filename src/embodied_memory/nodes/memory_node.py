@@ -160,11 +160,11 @@ class MemoryNode(ManagedNode):
                                                        callback_group=reads, clock=steady_clock())))
 
     def _publish_forgotten(self) -> None:
-        for identity in self.store.forgotten_identities():
-            if identity not in self._forgotten_sent:
-                self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(),
-                                                              identity_id=identity))
-                self._forgotten_sent.add(identity)
+        new = [i for i in self.store.forgotten_identities() if i not in self._forgotten_sent]
+        for identity in new:
+            self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(), identity_id=identity))
+            self._forgotten_sent.add(identity)
+        self.store.remove_files_handed_over()   # a fleet's server: images of records an operator deleted, kept here
 
     def _stop_serving(self) -> None:
         """Not active any more: nothing new starts; what runs finishes (bounded); the

@@ -462,6 +462,29 @@ class IdentitiesMixin:
         a memory moved since finds them in its own directory: ``file_in``)."""
         return [p for p in (file_in(self.data_dir, path) for path in paths) if p is not None]
 
+    def _hand_over_files(self, tx, select_robot_and_path: str, args: tuple) -> None:
+        """On a fleet's server: the files of rows this transaction deletes lie on the disks of the
+        robots that wrote them, not here; each robot removes its own (``remove_files_handed_over``)."""
+        if self.on_server:
+            tx.execute(f"INSERT INTO files_to_remove(robot_id, path, t) SELECT r, p, ? FROM ({select_robot_and_path}) "
+                       "AS f(r, p) WHERE r != '' ON CONFLICT DO NOTHING", (time.time(), *args))
+
+    def remove_files_handed_over(self) -> int:
+        """On a fleet's server: delete this robot's files of records an operator deleted elsewhere
+        (forget, retention); returns how many files were removed."""
+        if not (self.on_server and self.params.robot_id):
+            return 0
+        paths = [r[0] for r in self._conn().execute("SELECT path FROM files_to_remove WHERE robot_id=?",
+                                                    (self.params.robot_id,))]
+        if not paths:
+            return 0
+        removed = self._remove_files(paths)
+        with self._transaction() as tx:
+            tx.executemany("DELETE FROM files_to_remove WHERE robot_id=? AND path=?",
+                           [(self.params.robot_id, p) for p in paths])
+        log.info("removed %d files of records deleted on the fleet's server", removed)
+        return removed
+
     def _remove_files(self, paths: Iterable[str]) -> int:
         """Delete files after the rows naming them are committed (a read-only or full disk
         fails the transaction first, changing nothing); one the file system still refuses is
@@ -533,6 +556,11 @@ class IdentitiesMixin:
         new_vecs = self.text_embedder.embed([u[1] for u in changed_text]) if changed_text else []
         stamp = time.time()
         with self._transaction() as tx:
+            self._hand_over_files(tx, "SELECT o.robot_id, s.crop_path FROM sightings s JOIN observations o ON "
+                                  "o.id = s.obs WHERE s.identity_id=? AND s.crop_path != ''", (identity,))
+            if with_images:
+                self._hand_over_files(tx, "SELECT robot_id, image_path FROM observations WHERE image_path != '' AND "
+                                      f"id IN ({','.join('?' * len(with_images))})", tuple(with_images))
             tx.executemany("DELETE FROM sightings WHERE id=?", [(sid,) for sid, _ in on_tracks])
             tx.execute("DELETE FROM sightings WHERE identity_id=?", (identity,))
             tx.execute("DELETE FROM summaries WHERE identity_id=?", (identity,))
@@ -594,6 +622,10 @@ class IdentitiesMixin:
         if dry_run or not ids:
             return {**counts, "dry_run": dry_run}
         with self._transaction() as tx:
+            self._hand_over_files(tx, f"SELECT robot_id, image_path FROM observations WHERE ({where}) AND "
+                                  "image_path != ''", args)
+            self._hand_over_files(tx, "SELECT o.robot_id, s.crop_path FROM sightings s JOIN observations o ON "
+                                  f"o.id = s.obs WHERE s.obs IN ({marks_sql}) AND s.crop_path != ''", args)
             for table, col in (("sightings", "obs"), ("regions", "obs"), ("obs_xy", "id")):
                 tx.execute(f"DELETE FROM {table} WHERE {col} IN ({marks_sql})", args)
             tx.execute(f"DELETE FROM observations WHERE {where}", args)

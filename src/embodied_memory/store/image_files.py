@@ -96,3 +96,4 @@ def sweep_partial_images(images_dir: Path) -> int:
     if removed:
         log.info("removed %d half-written images under %s", removed, images_dir)
     return removed
+

@@ -39,6 +39,9 @@ MIGRATIONS: dict[int, tuple[str, tuple[str, ...]]] = {
         ("ALTER TABLE observations ADD COLUMN robot_id TEXT NOT NULL DEFAULT ''",
          "ALTER TABLE episodes ADD COLUMN robot_id TEXT NOT NULL DEFAULT ''",
          "CREATE INDEX IF NOT EXISTS obs_robot ON observations(robot_id, t)")),
+    8: ("a fleet's server hands the files of records an operator deleted to the robot that holds them",
+        ("CREATE TABLE IF NOT EXISTS files_to_remove(robot_id TEXT NOT NULL, path TEXT NOT NULL, t REAL NOT NULL, "
+         "PRIMARY KEY(robot_id, path))",)),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

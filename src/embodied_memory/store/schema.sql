@@ -49,6 +49,9 @@ CREATE TABLE IF NOT EXISTS identity_aliases(alias_id TEXT PRIMARY KEY, identity_
 -- prior: the names and aliases the move changed (JSON {"names": {id: name}, "aliases": [alias ids]}), for undo
 CREATE TABLE IF NOT EXISTS identity_changes(id INTEGER PRIMARY KEY, t REAL NOT NULL, kind TEXT NOT NULL,
   source TEXT NOT NULL, target TEXT NOT NULL, sightings TEXT NOT NULL, undone REAL, prior TEXT);
+-- a fleet's server: files (keyframe images, crops) of records an operator deleted, left for the robot holding them
+CREATE TABLE IF NOT EXISTS files_to_remove(robot_id TEXT NOT NULL, path TEXT NOT NULL, t REAL NOT NULL,
+  PRIMARY KEY(robot_id, path));
 -- per-waypoint summary kept by insert (the agent lists waypoints on every question)
 CREATE TABLE IF NOT EXISTS waypoint_stats(
   waypoint_id TEXT PRIMARY KEY, n INTEGER NOT NULL, sx REAL NOT NULL, sy REAL NOT NULL, last REAL NOT NULL);
