@@ -3,6 +3,7 @@ one fleet memory on a real PostgreSQL server; each answers from what the other s
 import json
 
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray
 from embodied_memory_interfaces.msg import IdentityForgotten
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
 from embodied_memory_interfaces.srv import GetMemoryStats, QueryMemory
@@ -61,6 +62,13 @@ def test_two_namespaced_robots_share_one_memory_and_answer_with_the_robot_that_s
         executor.add_node(node)
         wait_until(lambda: executor.spin_once(timeout_sec=0.1) or "alice" in forgotten, 30,
                    what="spot2's memory node to publish the fleet's forget")
+        # each robot reports its clock against the server's (one machine here: about 0)
+        offsets = {}
+        node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: offsets.update(
+            {s.name: v.value for s in m.status for v in s.values if v.key == "fleet_clock_offset_s"}), 10)
+        wait_until(lambda: executor.spin_once(timeout_sec=0.1) or "/spot1/memory" in offsets, 30,
+                   what="spot1's memory node diagnostics")
+        assert abs(float(offsets["/spot1/memory"])) < 0.5
     finally:
         for stack in stacks.values():
             assert stack.stop() == 0, stack.log()

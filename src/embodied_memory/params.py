@@ -47,7 +47,9 @@ class MemoryNodeParams(StoreParams):
     markers_period_s: float = 5.0
     markers_max: int = 2000
     map_frame: str = "map"
-    fleet_poll_s: float = 10.0             # backend postgres: how often to look for forgets made elsewhere in the fleet
+    fleet_poll_s: float = 10.0             # backend postgres: how often to look for forgets made elsewhere in the
+                                           # fleet and to measure this clock against the server's
+    max_clock_skew_s: float = 1.0          # backend postgres: a larger offset from the server's clock is warned of
     merges_topic: str = MERGES_TOPIC
     identity_changes_topic: str = IDENTITY_CHANGES_TOPIC
     episode_maps_topic: str = "memory/episode_maps"
@@ -61,7 +63,7 @@ class MemoryNodeParams(StoreParams):
 
     def validate(self) -> None:
         super().validate()
-        for name in ("markers_period_s", "fleet_poll_s"):
+        for name in ("markers_period_s", "fleet_poll_s", "max_clock_skew_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}: must be > 0 (seconds)")
 

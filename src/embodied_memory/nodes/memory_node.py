@@ -83,6 +83,10 @@ class MemoryNode(ManagedNode):
         self.health = h = NodeHealth(self)
         h.gauges["observations_stored_total"] = lambda: self.store.observation_count() if self.store else "n/a"
         h.gauges["store_bytes_on_disk"] = lambda: self.store.bytes_on_disk() if self.store else "n/a"
+        h.gauges["fleet_clock_offset_s"] = lambda: round(self._clock_offset, 3) if self._clock_offset is not None \
+            else "n/a"                         # a fleet's server: its clock minus this one (fleet_poll_s)
+        self._clock_offset: float | None = None
+        self._clock_skewed = False
         self._gate = ServingGate()             # open while active
         self._serving: list = []               # (destroy, entity): what activate created
         self._writes = MutuallyExclusiveCallbackGroup()
@@ -155,16 +159,29 @@ class MemoryNode(ManagedNode):
                                                                                "markers"), callback_group=reads, clock=steady_clock())))
         self._publish_forgotten()             # a perception node that starts later forgets them too
         if self.store.on_server:              # a forget anywhere in the fleet reaches this robot's perception
-            add((self.destroy_timer, self.create_timer(p.fleet_poll_s, h.guard(self._gated(self._publish_forgotten),
-                                                                                 "fleet forgets"),
+            self._fleet_poll()
+            add((self.destroy_timer, self.create_timer(p.fleet_poll_s, h.guard(self._gated(self._fleet_poll),
+                                                                                 "fleet poll"),
                                                        callback_group=reads, clock=steady_clock())))
 
+    def _fleet_poll(self) -> None:
+        """A fleet's server: forgets made elsewhere, files to remove here, this clock against the server's."""
+        self._publish_forgotten()
+        self.store.remove_files_handed_over()   # images of records an operator deleted, kept on this robot
+        offset = self.store.server_clock_offset_s()
+        skewed = abs(offset) > self.params.max_clock_skew_s
+        if skewed and not self._clock_skewed:
+            self.get_logger().warning(f"this clock is {offset:+.2f} s off the fleet server's (more than "
+                                      f"max_clock_skew_s {self.params.max_clock_skew_s} s): other robots' records "
+                                      "are not in time order with this robot's; fix NTP/chrony")
+        self._clock_skewed, self._clock_offset = skewed, offset
+
     def _publish_forgotten(self) -> None:
-        new = [i for i in self.store.forgotten_identities() if i not in self._forgotten_sent]
-        for identity in new:
-            self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(), identity_id=identity))
-            self._forgotten_sent.add(identity)
-        self.store.remove_files_handed_over()   # a fleet's server: images of records an operator deleted, kept here
+        for identity in self.store.forgotten_identities():
+            if identity not in self._forgotten_sent:
+                self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(),
+                                                              identity_id=identity))
+                self._forgotten_sent.add(identity)
 
     def _stop_serving(self) -> None:
         """Not active any more: nothing new starts; what runs finishes (bounded); the

@@ -127,6 +127,13 @@ class RecordsMixin:
         conn.row_factory = sqlite3.Row
         return conn
 
+    def server_clock_offset_s(self) -> float:
+        """The fleet server's clock minus this machine's (seconds, at the middle of one round
+        trip): robots' stamps are comparable only as far as their clocks agree."""
+        before = time.time()
+        server = float(self._conn().execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
+        return server - (before + time.time()) / 2.0
+
     @property
     def location(self) -> str:
         """Where the records are, for messages (the server URL holds no password)."""

@@ -10,7 +10,7 @@ class StatsMixin:
     ``VECTOR_KINDS`` and ``follow_other_writers`` (index_lifecycle)."""
 
     def observation_count(self) -> int:
-        self.follow_other_writers()          # a fleet server: what the other robots stored too
+        """Stored observations (a fleet's server: as of this process's last catch-up, no query)."""
         return len(self._time_table.ids)
 
     def bytes_on_disk(self) -> int:
