@@ -41,14 +41,18 @@ def test_two_namespaced_robots_share_one_memory_and_answer_with_the_robot_that_s
         pub = node.create_publisher(ObservationMsg, "/spot1/memory/observations",     # relative name, namespaced
                                     QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         wait_until(lambda: pub.get_subscription_count() > 0, 30, what="spot1's memory node")
-        pub.publish(observation_to_msg(observation("spot1", 7, T0 + 70, person="alice")))
+        local = observation("spot1", 7, T0 + 70, person="person_0001")     # as spot1's perception names them
+        local.observation_id, local.episode_id = "run_1/7", "run_1"
+        pub.publish(observation_to_msg(local))
         wait_until(lambda: call(node, GetMemoryStats, "/spot2/memory/stats",
                                 GetMemoryStats.Request()).stats.observations == 1, 30, what="spot2 to see spot1's record")
         # as a user types it: embodied-memory query --namespace spot2 person_observations '{"person": "alice"}'
         res = call_service(QueryMemory, "memory/query", QueryMemory.Request(
-            tool="person_observations", arguments_json=json.dumps({"person": "alice"})), 20.0, namespace="spot2")
+            tool="person_observations", arguments_json=json.dumps({"person": "spot1.person_0001"})), 20.0,
+            namespace="spot2")
         assert res.success, res.error
-        assert [(r["id"], r["robot"]) for r in json.loads(res.result_json)] == [("spot1/7", "spot1")]
+        assert [(r["id"], r["episode"], r["robot"]) for r in json.loads(res.result_json)] == \
+            [("spot1/run_1/7", "spot1/run_1", "spot1")]          # the fleet's ids: qualified by the robot
         assert "as robot spot1" in stacks["spot1"].log() and "as robot spot2" in stacks["spot2"].log()
         # an operator forgets her on the server: spot2's memory node tells spot2's perception
         forgotten = []
@@ -56,12 +60,15 @@ def test_two_namespaced_robots_share_one_memory_and_answer_with_the_robot_that_s
                                  lambda m: forgotten.append(m.identity_id), forgotten_qos())
         operator = open_store(StoreParams(backend="postgres", postgres_url=fleet_database, data_dir=str(tmp_path / "op"),
                                           text_embedder="hash", image_dim=16, face_dim=8, reid_dim=8))
-        assert operator.forget_identity("alice")["sightings_removed"] == 1
+        operator.merge_identities("spot2.person_0004", "spot1.person_0001")   # as a reconcile found her on spot2 too
+        assert operator.forget_identity("spot1.person_0001")["sightings_removed"] == 1
         operator.close()
         executor = SingleThreadedExecutor(context=ros_context)
         executor.add_node(node)
-        wait_until(lambda: executor.spin_once(timeout_sec=0.1) or "alice" in forgotten, 30,
+        # each perception hears her forgotten under the id it knows her by
+        wait_until(lambda: executor.spin_once(timeout_sec=0.1) or "person_0004" in forgotten, 30,
                    what="spot2's memory node to publish the fleet's forget")
+        assert "person_0001" not in forgotten              # spot1's own name for her means nothing to spot2
         # each robot reports its clock against the server's (one machine here: about 0)
         offsets = {}
         node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: offsets.update(

@@ -315,12 +315,3 @@ def test_a_camera_with_smaller_clear_faces_lowers_the_match_floor_with_them(tmp_
     finally:
         perception.close()
 
-
-def test_a_fleet_robot_names_new_people_with_its_own_prefix():
-    """Robots sharing one memory never mint the same id (perception's robot_id -> id_prefix)."""
-    from embodied_memory.params import PerceptionNodeParams
-    manager = IdentityManager(IdentityParams(id_prefix="spot2.person_", min_samples=1))
-    assert manager.assign(at(0)).identity_id == "spot2.person_0001"
-    PerceptionNodeParams(robot_id="auto").validate()
-    with pytest.raises(ValueError, match="robot_id"):
-        PerceptionNodeParams(robot_id="spot 2!").validate()

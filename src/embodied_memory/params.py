@@ -16,7 +16,7 @@ from .ingest.offline import TopicParams
 from .ingest.selection import SelectionParams
 from .perception.pipeline import PerceptionParams
 from .perception.regions import REGION_PROPOSERS
-from .store.params import ROBOT_ID_RE, StoreParams
+from .store.params import StoreParams
 
 
 MEMORY_QUERY_SERVICE = "memory/query"              # embodied_memory_interfaces/QueryMemory (one retrieval tool)
@@ -183,8 +183,6 @@ class PerceptionNodeParams(PerceptionParams):
     consolidate_every_h: float = 0.0                   # re-cluster the stored face tracks this often (steady clock;
                                                        # reads data_dir/memory.sqlite3); 0: only on a
                                                        # /perception/consolidate request
-    robot_id: str = ""                                 # a fleet robot ("auto": its namespace, else host name): new
-                                                       # identities are "<robot_id>.person_NNNN", never another robot's
     attach_after_idle_s: float = ATTACH_AFTER_IDLE_S    # no keyframe for this long (node clock): the attach
                                                        # pass gives stored faces perception could not tell then
                                                        # the identity they now clearly match; 0: never
@@ -198,8 +196,6 @@ class PerceptionNodeParams(PerceptionParams):
         super().validate()
         if self.forgotten_person not in ("drop", "new_id"):
             raise ValueError(f"forgotten_person: unknown '{self.forgotten_person}' (drop | new_id)")
-        if self.robot_id and not ROBOT_ID_RE.match(self.robot_id):
-            raise ValueError(f"robot_id: {self.robot_id!r} must be 'auto' or 1-64 chars of [A-Za-z0-9_.-]")
         for name in ("max_unacked_observations", "max_queued_keyframes", "max_attempts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be >= 1")

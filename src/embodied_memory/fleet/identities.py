@@ -48,7 +48,7 @@ class FleetMerge:
 def robot_of(identity_id: str) -> str:
     """The robot that enrolled an identity (``spot1.person_0003`` -> ``spot1``; "" for ids of a
     one-robot memory)."""
-    head, dot, _rest = identity_id.rpartition(".")
+    head, dot, _rest = identity_id.partition(".")     # robot ids hold no '.'
     return head if dot else ""
 
 

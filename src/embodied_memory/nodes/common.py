@@ -19,9 +19,9 @@ from .parameters import node_options, node_params  # noqa: F401 - every node imp
 
 def robot_id_of(namespace: str) -> str:
     """A fleet robot's id when robot_id is "auto" (or unset on a fleet server): its ROS namespace
-    (/spot2 -> spot2, /site/spot2 -> site.spot2), else the host name."""
-    name = namespace.strip("/").replace("/", ".") or socket.gethostname().split(".")[0]
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64]
+    (/spot2 -> spot2, /site/spot2 -> site_spot2), else the host name."""
+    name = namespace.strip("/").replace("/", "_") or socket.gethostname().split(".")[0]
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:63]
 
 
 def to_time_msg(t: float) -> Time:

@@ -46,8 +46,7 @@ from ..ingest.images import ImageDecodeError, decode_depth, decode_image_msg, pi
 from ..params import CONSOLIDATE_SERVICE, PerceptionNodeParams
 from ..perception.pipeline import Perception, PerceptionParams
 from ..types import Keyframe
-from .common import (forgotten_qos, from_time_msg, keyframe_qos, node_options, node_params, robot_id_of, run_node,
-                     to_time_msg)
+from .common import forgotten_qos, from_time_msg, keyframe_qos, node_options, node_params, run_node, to_time_msg
 from .conversions import observation_to_msg, optional_pose_from_msg
 from .delivery import AckPublisher, AcknowledgedPublisher
 from .health import NodeHealth
@@ -94,9 +93,6 @@ class PerceptionNode(ManagedNode):
     def _configure(self) -> None:
         p, h = self.params, self.health
         core = {f.name: getattr(p, f.name) for f in dataclasses.fields(PerceptionParams)}
-        robot_id = robot_id_of(self.get_namespace()) if p.robot_id == "auto" else p.robot_id
-        if robot_id:                                     # robots sharing a memory never mint the same id
-            core["identity_prefix"] = f"{robot_id}.{p.identity_prefix}"
         self.perception = Perception(PerceptionParams(**core))  # missing weights: error naming the parameter
         if self._observations is None:   # created once: what they keep outlives a cleanup
             reliable = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)

@@ -58,7 +58,6 @@ class PerceptionParams:
     identity_min_face_px: float = IdentityParams.min_face_px  # smaller faces open no identity
     reid_threshold: float = IdentityParams.reid_threshold
     reid_window_s: float = IdentityParams.reid_window_s       # body re-ID counts within this long (clothes change)
-    identity_prefix: str = IdentityParams.id_prefix           # new identities are <prefix>NNNN
     data_dir: str = "~/.local/share/embodied_memory/default"   # identities/ go here (the memory writes images/)
     jpeg_quality: int = 90
     device: str = "cuda"                    # for GPU backends
@@ -129,8 +128,7 @@ class Perception:
                                                   merge_eps=p.identity_merge_eps, min_face_px=p.identity_min_face_px,
                                                   min_match_face_px=min(IdentityParams.min_match_face_px,
                                                                         p.identity_min_face_px),
-                                                  reid_threshold=p.reid_threshold, reid_window_s=p.reid_window_s,
-                                                  id_prefix=p.identity_prefix),
+                                                  reid_threshold=p.reid_threshold, reid_window_s=p.reid_window_s),
                                           self.data_dir / "identities")
         # identity merges not yet sent to the memory: at start every merge so far (the memory may
         # have missed some while down; a merge sent twice changes nothing)
