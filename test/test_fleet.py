@@ -116,7 +116,7 @@ def test_a_password_in_the_url_is_refused():
 def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(fleet_server, tmp_path, monkeypatch):
     from conftest import FLEET_TEST_PASSWORD
     from embodied_memory.fleet.roles import add_operator, add_robot, create_fleet
-    from embodied_memory.store import StoreError
+    from embodied_memory.store import StoreConfigError, StoreError
     fleet_url = create_fleet(fleet_server.url(), FLEET_TEST_PASSWORD, "fleet_rls",
                              StoreParams(text_embedder="hash", data_dir=str(tmp_path / "admin"), **DIMS))
     for robot in ("spot1", "spot2"):
@@ -130,18 +130,37 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
                                       postgres_password_env=f"PW_{user.upper()}", robot_id=robot_id,
                                       data_dir=str(tmp_path / user), text_embedder="hash", **DIMS))
     spot1, spot2 = login("spot1", "spot1"), login("spot2", "spot2")
-    assert spot1.insert([observation("spot1", 1, T0 + 10, person="alice")]) == ["spot1/1"]
-    assert spot2.insert([observation("spot2", 2, T0 + 20, person="alice")]) == ["spot2/2"]
-    assert [r["robot"] for r in spot2.call_tool("person_observations", {"person": "alice"})] == ["spot2", "spot1"]
+    assert spot1.insert([observation("spot1", 1, T0 + 10, person="spot1.person_0007")]) == ["spot1/1"]
+    assert spot2.insert([observation("spot2", 2, T0 + 20, person="spot2.person_0003")]) == ["spot2/2"]
+    operator = login("ops")
+    operator.merge_identities("spot2.person_0003", "spot1.person_0007", reviewed=True)   # as reconcile does
+    operator.name_identity("spot1.person_0007", "Alice")
+    assert [r["robot"] for r in spot2.call_tool("person_observations", {"person": "Alice"})] == ["spot2", "spot1"]
     with pytest.raises(StoreError, match="permission denied"):
         spot2.forget_episode("spot1-day1")                     # another robot's records
     with pytest.raises(StoreError, match="permission denied"):
         spot2.forget_episode("spot2-day1")                     # deleting is an operator's act
-    with pytest.raises(sqlite3.DatabaseError, match="permission denied"):      # its own SQL, not the store's
-        spot2._conn().execute("DELETE FROM observations")
-    impostor = login("spot2", "spot1")                         # spot2's login writing as spot1
-    with pytest.raises(StoreError, match="row-level security"):
-        impostor.insert([observation("spot1", 3, T0 + 30)])
+    raw = spot2._conn()                                        # its own SQL, not the store's
+    for attack in ("DELETE FROM observations",
+                   "UPDATE meta SET value='999' WHERE key='schema_version'",        # would stop every robot
+                   "UPDATE identity_aliases SET alias_id='spot1.person_0099'",     # an alias's id never changes
+                   "UPDATE identity_changes SET undone=1",
+                   "INSERT INTO observations(id, observation_id, t, episode_id, robot_id) "
+                   "VALUES (999999999, 'x', 1, 'e', 'spot2')"):                     # ids from the server only
+        with pytest.raises(sqlite3.DatabaseError, match="permission denied|cannot insert"):
+            raw.execute(attack)
+    for attack in ("INSERT INTO identities(identity_id, display_name, created) VALUES ('spot1.person_0100', '', 1)",
+                   "INSERT INTO identities(identity_id, display_name, created) VALUES ('spot10.person_0001', '', 1)",
+                   "INSERT INTO identity_aliases(alias_id, identity_id) VALUES ('spot1.person_0101', 'spot2.x')"):
+        with pytest.raises(sqlite3.DatabaseError, match="row-level security"):
+            raw.execute(attack)                                # another robot's range (no prefix wildcards)
+    assert raw.execute("UPDATE identities SET display_name='Bob' WHERE identity_id='spot1.person_0007'").rowcount == 0
+    with pytest.raises(StoreConfigError, match="robot_id"):
+        login("spot2", "spot1")                                # spot2's login writing as spot1: refused at open
+    with pytest.raises(StoreConfigError, match="refused this login"):
+        open_store(StoreParams(backend="postgres", postgres_url=fleet_url.replace("postgres@", "spot1@"),
+                               postgres_password_env="PW_OPS", robot_id="spot1", data_dir=str(tmp_path / "x"),
+                               text_embedder="hash", **DIMS))                    # a wrong password: not retried
     assert spot1.stats()["observations"] == 2
     # its perception merges two of its own identities (its sightings, its ids): allowed
     spot1.insert(_faces_of("spot1", "spot1.person_0001", face_seed=1, n=2, t0=T0 + 40, start=40))
@@ -149,8 +168,7 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
     assert spot1.merge_identities("spot1.person_0002", "spot1.person_0001") == 2
     with pytest.raises(StoreError, match="permission denied|row-level security"):
         spot2.merge_identities("spot1.person_0001", "spot2.person_0009")     # another robot's identity
-    operator = login("ops")
-    assert operator.forget_identity("alice")["sightings_removed"] == 2      # fleet-wide
+    assert operator.forget_identity("Alice")["sightings_removed"] == 2      # fleet-wide
     assert [p["person"] for p in spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100})] == \
         ["spot1.person_0001"]
     # the operator's retention: the deleted records' images on spot1's disk go when spot1 next looks
@@ -160,7 +178,7 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
     assert operator.forget_episode("spot1-day1")["observations_removed"] == 6
     assert spot2.remove_files_handed_over() == 0 and Path(pictured.image_path).exists()
     assert spot1.remove_files_handed_over() == 1 and not Path(pictured.image_path).exists()
-    for store in (spot1, spot2, impostor, operator):
+    for store in (spot1, spot2, operator):
         store.close()
 
 

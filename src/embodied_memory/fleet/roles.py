@@ -1,17 +1,20 @@
 """Who may do what in a fleet's memory: a database role per robot and operator roles.
 
 - A **robot** (role named as its ``robot_id``, member of ``em_robot``) reads the whole fleet's
-  memory and writes only its own records: row-level security lets it insert and update the
-  observations, episodes, sightings and regions of its own ``robot_id`` only, and it deletes
-  none of them (a robot cannot forget, expire or overwrite another robot's records, nor its own:
-  deleting is an operator's act on a shared memory).  It keeps the fleet's shared tables
-  (identities it enrolls, merges its consolidation makes, summaries, waypoint statistics).
-- An **operator** (member of ``em_operator``: the inspector, ``embodied-memory forget`` /
-  ``consolidate`` against the server) names, merges, splits and forgets across the fleet.
+  memory and writes only its own records (``ROBOT_RIGHTS``, row-level security): it inserts and
+  updates the observations, episodes, sightings and regions carrying its ``robot_id`` and the
+  identities and aliases it minted (``<robot_id>.<id>``), journals its perception's merges and
+  splits, and keeps the shared caches (summaries, waypoint statistics, rules, maps).  It deletes
+  no record, not even its own: forgetting and retention are an operator's acts on a shared
+  memory, and a robot cannot forget, overwrite or re-label another robot's records or make
+  another robot's person its own.  ``meta`` (the dimensions) it may only create.
+- An **operator** (member of ``em_operator``: ``embodied-memory fleet forget / name / reconcile /
+  journal / undo --url``) names, merges, splits and forgets across the fleet.
 
 ``create_fleet`` makes the database and its tables (the store's own schema, opened once as
-the server's administrator) and the two group roles; ``add_robot`` / ``add_operator`` make a
-login role with a password (scram-sha-256).  Passwords are arguments, never logged.
+the server's administrator), the two group roles and the policies (in one transaction);
+``add_robot`` / ``add_operator`` make a login with a password, sent to the server already
+hashed (scram-sha-256), never logged.
 """
 from __future__ import annotations
 
@@ -23,28 +26,40 @@ from ..store.params import ROBOT_ID_RE
 log = logging.getLogger(__name__)
 
 ROBOT_GROUP, OPERATOR_GROUP = "em_robot", "em_operator"
-OWN_ROWS = {        # table -> the condition that a row is the current robot's
-    "observations": "robot_id = current_user",
-    "episodes": "robot_id = current_user",
-    "sightings": "EXISTS (SELECT 1 FROM observations o WHERE o.id = sightings.obs AND o.robot_id = current_user)",
-    "regions": "EXISTS (SELECT 1 FROM observations o WHERE o.id = regions.obs AND o.robot_id = current_user)",
-    "obs_xy": "EXISTS (SELECT 1 FROM observations o WHERE o.id = obs_xy.id AND o.robot_id = current_user)",
-}
+OWN_RECORD = "robot_id = current_user"
+
+
+def _own_obs(table: str, column: str = "obs") -> str:
+    return f"EXISTS (SELECT 1 FROM observations o WHERE o.id = {table}.{column} AND o.robot_id = current_user)"
+
+
 def _own(column: str) -> str:
-    """The identity in ``column`` is one the current robot's perception minted (<robot_id>.person_NNNN)."""
-    return f"{column} LIKE current_user || '.%'"
+    """The identity in ``column`` is one the current robot minted: ``<robot_id>.<its id>`` (robot ids
+    hold no '.', and starts_with has no wildcards)."""
+    return f"starts_with({column}, current_user || '.')"
 
 
-OWN_IDENTITIES = _own("identity_id")
-OWN_ALIASES = f"{_own('alias_id')} OR {_own('identity_id')}"   # its ids, or pointing at its identity
-SHARED_ROBOT_WRITES = {   # tables a robot keeps with the fleet: what it may do there
-    "identities": "INSERT",
-    "identity_changes": "INSERT, UPDATE",
-    "summaries": "INSERT, UPDATE, DELETE",
-    "waypoint_stats": "INSERT, UPDATE",
-    "rules": "INSERT, UPDATE, DELETE",
-    "occupancy_maps": "INSERT, UPDATE, DELETE",
-    "meta": "INSERT, UPDATE",
+# table -> (what a robot may do there, the rows it may insert, the rows it may update / delete);
+# None: no row-level security (every row).  SELECT: every row of every table, for robots and operators.
+ROBOT_RIGHTS: dict[str, tuple[str, str | None, str | None]] = {
+    "observations": ("INSERT, UPDATE", OWN_RECORD, OWN_RECORD),
+    "episodes": ("INSERT, UPDATE", OWN_RECORD, OWN_RECORD),
+    "sightings": ("INSERT, UPDATE", _own_obs("sightings"), _own_obs("sightings")),
+    "regions": ("INSERT, UPDATE", _own_obs("regions"), _own_obs("regions")),
+    "obs_xy": ("INSERT, UPDATE", _own_obs("obs_xy", "id"), _own_obs("obs_xy", "id")),
+    # people its perception enrolled, merged and split: its own ids only
+    "identities": ("INSERT, UPDATE, DELETE", _own("identity_id"), _own("identity_id")),
+    # an alias for an id of its own (never making another robot's person its own); it re-points
+    # aliases at its own identity when it merges (column identity_id only: an alias's id never changes)
+    "identity_aliases": ("INSERT, UPDATE (identity_id), DELETE", _own("alias_id"),
+                         f"{_own('alias_id')} OR {_own('identity_id')}"),
+    "identity_changes": ("INSERT", None, None),           # its journal entries; undo is an operator's
+    "files_to_remove": ("DELETE", "false", OWN_RECORD),  # the files of its records an operator deleted
+    "summaries": ("INSERT, UPDATE, DELETE", None, None),  # caches of answers
+    "waypoint_stats": ("INSERT, UPDATE", None, None),
+    "rules": ("INSERT, UPDATE, DELETE", None, None),
+    "occupancy_maps": ("INSERT, UPDATE, DELETE", None, None),
+    "meta": ("INSERT", None, None),                       # the configured dimensions, once; never changed
 }
 _ROLE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")
 
@@ -87,57 +102,45 @@ def create_fleet(admin_url: str, admin_password: str, database: str, store_param
             os.environ.pop(env, None)
         else:
             os.environ[env] = previous
-    with _admin(fleet_url, admin_password) as conn:
-        conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {ROBOT_GROUP}, {OPERATOR_GROUP}")
-        conn.execute(f"GRANT USAGE ON SCHEMA public TO {ROBOT_GROUP}, {OPERATOR_GROUP}")
+    with _admin(fleet_url, admin_password) as conn, conn.transaction():     # all or nothing
+        groups = f"{ROBOT_GROUP}, {OPERATOR_GROUP}"
+        conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {groups}")
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {groups}")
         conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROBOT_GROUP}")
-        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {ROBOT_GROUP}, {OPERATOR_GROUP}")
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {groups}")
         conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {OPERATOR_GROUP}")
-        for table, own in OWN_ROWS.items():
-            conn.execute(f"GRANT INSERT, UPDATE ON {table} TO {ROBOT_GROUP}")
-            conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-            for name, rule in (("read", f"FOR SELECT TO {ROBOT_GROUP}, {OPERATOR_GROUP} USING (true)"),
-                               ("own_insert", f"FOR INSERT TO {ROBOT_GROUP} WITH CHECK ({own})"),
-                               ("own_update", f"FOR UPDATE TO {ROBOT_GROUP} USING ({own}) WITH CHECK ({own})"),
-                               ("operator", f"FOR ALL TO {OPERATOR_GROUP} USING (true) WITH CHECK (true)")):
-                conn.execute(f"DROP POLICY IF EXISTS em_{name} ON {table}")
-                conn.execute(f"CREATE POLICY em_{name} ON {table} {rule}")
-        for table, rights in SHARED_ROBOT_WRITES.items():
+        for table, (rights, insert, own) in ROBOT_RIGHTS.items():
             conn.execute(f"GRANT {rights} ON {table} TO {ROBOT_GROUP}")
-        # the files of records an operator deleted: each robot removes (and then deletes the rows of) its own
-        conn.execute(f"GRANT DELETE ON files_to_remove TO {ROBOT_GROUP}")
-        conn.execute("ALTER TABLE files_to_remove ENABLE ROW LEVEL SECURITY")
-        for name, rule in (("read", f"FOR SELECT TO {ROBOT_GROUP}, {OPERATOR_GROUP} USING (true)"),
-                           ("own_delete", f"FOR DELETE TO {ROBOT_GROUP} USING (robot_id = current_user)"),
-                           ("operator", f"FOR ALL TO {OPERATOR_GROUP} USING (true) WITH CHECK (true)")):
-            conn.execute(f"DROP POLICY IF EXISTS em_{name} ON files_to_remove")
-            conn.execute(f"CREATE POLICY em_{name} ON files_to_remove {rule}")
-        # its perception merges (and its consolidation splits) its own identities: it updates and
-        # deletes identities it minted, never another robot's, and names none (an operator's act)
-        # (and an alias only for an id of its own: it cannot make another robot's person its own)
-        for table, insert, own in (("identities", "true", OWN_IDENTITIES), ("identity_aliases", _own("alias_id"),
-                                                                              OWN_ALIASES)):
-            conn.execute(f"GRANT INSERT, UPDATE, DELETE ON {table} TO {ROBOT_GROUP}")
+            if own is None:
+                continue
             conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-            for name, rule in (("read", f"FOR SELECT TO {ROBOT_GROUP}, {OPERATOR_GROUP} USING (true)"),
-                               ("own_insert", f"FOR INSERT TO {ROBOT_GROUP} WITH CHECK ({insert})"),
-                               ("own_update", f"FOR UPDATE TO {ROBOT_GROUP} USING ({own}) WITH CHECK ({own})"),
-                               ("own_delete", f"FOR DELETE TO {ROBOT_GROUP} USING ({own})"),
-                               ("operator", f"FOR ALL TO {OPERATOR_GROUP} USING (true) WITH CHECK (true)")):
+            for name in ("read", "own_insert", "own_update", "own_delete", "operator"):
                 conn.execute(f"DROP POLICY IF EXISTS em_{name} ON {table}")
-                conn.execute(f"CREATE POLICY em_{name} ON {table} {rule}")
+            conn.execute(f"CREATE POLICY em_read ON {table} FOR SELECT TO {groups} USING (true)")
+            conn.execute(f"CREATE POLICY em_operator ON {table} FOR ALL TO {OPERATOR_GROUP} USING (true) "
+                         "WITH CHECK (true)")
+            conn.execute(f"CREATE POLICY em_own_insert ON {table} FOR INSERT TO {ROBOT_GROUP} WITH CHECK ({insert})")
+            conn.execute(f"CREATE POLICY em_own_update ON {table} FOR UPDATE TO {ROBOT_GROUP} USING ({own}) "
+                         f"WITH CHECK ({own})")
+            conn.execute(f"CREATE POLICY em_own_delete ON {table} FOR DELETE TO {ROBOT_GROUP} USING ({own})")
     log.info("fleet memory %s ready (roles %s, %s)", database, ROBOT_GROUP, OPERATOR_GROUP)
     return fleet_url
 
 
 def _add_login(admin_url: str, admin_password: str, name: str, password: str, group: str) -> None:
+    """A login in ``group`` (its password changed when it is one already); an existing role that
+    is not in ``group`` (the administrator, a robot made an operator) is refused."""
     if not password:
         raise ValueError(f"{name}: a login needs a password")
     with _admin(admin_url, admin_password) as conn:
         role = _ident(name)
-        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone()
-        verb = "ALTER" if exists else "CREATE"
-        conn.execute(f"{verb} ROLE {role} LOGIN PASSWORD %s".replace("%s", _literal(conn, password)))
+        row = conn.execute("SELECT pg_has_role(%s, %s, 'MEMBER'), rolsuper FROM pg_roles WHERE rolname = %s",
+                           (name, group, name)).fetchone()
+        if row is not None and (row[1] or not row[0]):
+            raise ValueError(f"{name} is a role of this server already, not a {group} login: choose another name")
+        hashed = conn.pgconn.encrypt_password(password.encode(), name.encode(), b"scram-sha-256").decode()
+        verb = "ALTER" if row else "CREATE"
+        conn.execute(f"{verb} ROLE {role} LOGIN PASSWORD {_literal(conn, hashed)}")
         conn.execute(f"GRANT {group} TO {role}")
 
 

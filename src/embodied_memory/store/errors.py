@@ -54,3 +54,8 @@ class InsertResult:
     @property
     def rejection_kinds(self) -> collections.Counter:
         return collections.Counter(reason.split(":", 1)[0] for reason in self.rejected.values())
+
+
+class StoreConfigError(StoreError, ValueError):
+    """The store cannot work as configured (a fleet login that is not the robot's, a password
+    the server refuses): retrying will not help; fix the configuration."""

@@ -23,7 +23,7 @@ import numpy as np
 from ..types import Identity, Observation, StoredSighting
 from .errors import StoreError, UnknownPersonError
 from .image_files import file_in
-from .records import _blob, _unblob, _unit
+from .records import _blob, _enroll, _unblob, _unit
 from .tool_registry import query_tool
 
 log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
@@ -176,8 +176,7 @@ class IdentitiesMixin:
                              (absorbed, survivor))
                 return 0
             prior = _prior(conn, absorbed, survivor)
-            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
-                         (survivor, names.get(absorbed, ""), time.time()))
+            _enroll(conn, survivor, names.get(absorbed, ""))
             if not names.get(survivor) and names.get(absorbed):
                 conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (names[absorbed], survivor))
             ids = [r[0] for r in conn.execute("SELECT id FROM sightings WHERE identity_id=?", (absorbed,))]
@@ -233,8 +232,7 @@ class IdentitiesMixin:
                                  "never reused)")
             total += len(moved)
             if target:          # "": back to no identity (an assignment undone)
-                conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, ?, ?)",
-                             (target, "", time.time()))
+                _enroll(conn, target)
             obs = set()
             for chunk in range(0, len(moved), 500):
                 part = moved[chunk:chunk + 500]
@@ -356,8 +354,7 @@ class IdentitiesMixin:
         change = row["id"]
         if row["source"]:      # an assignment's source is "no identity"
             conn.execute("DELETE FROM identity_aliases WHERE alias_id=?", (row["source"],))
-            conn.execute("INSERT OR IGNORE INTO identities(identity_id, display_name, created) VALUES (?, '', ?)",
-                         (row["source"], time.time()))
+            _enroll(conn, row["source"])
         conn.execute("UPDATE identity_changes SET undone=? WHERE id=?", (time.time(), change))
         _, moved = self._relabel(conn, [("undo", row["target"], row["source"], json.loads(row["sightings"]))])
         if not moved and required:

@@ -95,6 +95,7 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearc
             conn = self._conn()
             if self.on_server:
                 migrate_server(conn, self.location, _SCHEMA)
+                self._check_login(conn)
             else:
                 migrate(conn, self.db_path)
                 conn.executescript(_SCHEMA)

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..types import Episode, Observation, as_vector
-from .errors import InsertResult, InvalidRecordError, StoreError, StoreWriteError
+from .errors import InsertResult, InvalidRecordError, StoreConfigError, StoreError, StoreWriteError
 from .migrations import SCHEMA_VERSION
 
 log = logging.getLogger(__package__ + ".memory_store")   # the store's one logger (as before the split)
@@ -54,6 +54,14 @@ def _nearest_waypoint(position, centres) -> Optional[str]:
     if best is None or math.hypot(best[1] - position[0], best[2] - position[1]) > PLACE_RADIUS_M:
         return None
     return best[0]
+
+
+def _enroll(conn, identity_id: str, display_name: str = "", created: float | None = None) -> None:
+    """The identity's row, unless it has one (never an INSERT of a row that exists: on a fleet's
+    server a robot may insert only identities it minted, and a conflicting insert is checked too)."""
+    conn.execute("INSERT INTO identities(identity_id, display_name, created) SELECT ?, ?, ? WHERE NOT EXISTS "
+                 "(SELECT 1 FROM identities WHERE identity_id=?)",
+                 (identity_id, display_name, time.time() if created is None else created, identity_id))
 
 
 def _unit(vec: np.ndarray) -> np.ndarray:
@@ -116,9 +124,11 @@ class RecordsMixin:
         """A new connection to the records, autocommit (the store writes BEGIN / COMMIT itself)."""
         if self.on_server:
             from .postgres import PgConnection, password_from
-            return PgConnection(self.params.postgres_url, self._pg_schema,
-                                password=password_from(self.params.postgres_password_env),
-                                connect_timeout_s=self.params.postgres_connect_timeout_s)
+            env = self.params.postgres_password_env
+            password = password_from(env)
+            hint = "" if password else f" (the environment variable {env or 'postgres_password_env'} is empty)"
+            return PgConnection(self.params.postgres_url, self._pg_schema, password=password,
+                                connect_timeout_s=self.params.postgres_connect_timeout_s, password_hint=hint)
         conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
@@ -126,6 +136,19 @@ class RecordsMixin:
         conn.execute("PRAGMA cache_size=-65536")
         conn.row_factory = sqlite3.Row
         return conn
+
+    def _check_login(self, conn) -> None:
+        """A robot's login on a fleet's server writes as that robot only: robot_id must be the
+        login's name (a robot login (em_robot) without robot_id, or with another, is refused
+        here, not record by record)."""
+        user, robot_login = conn.execute(      # (a superuser is a member of every role: not a robot's login)
+            "SELECT current_user, CASE WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN false "
+            "WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'em_robot') THEN "
+            "pg_has_role(current_user, 'em_robot', 'MEMBER') ELSE false END").fetchone()
+        if robot_login and self.params.robot_id != user:
+            raise StoreConfigError(f"{self.location}: logged in as robot {user!r} but robot_id is "
+                                   f"{self.params.robot_id!r}: set robot_id to the login's name (or log in as "
+                                   f"{self.params.robot_id!r})")
 
     def server_clock_offset_s(self) -> float:
         """The fleet server's clock minus this machine's (seconds, at the middle of one round
@@ -526,8 +549,7 @@ class RecordsMixin:
         centres = None
         for s in obs.people:
             if s.identity_id:
-                conn.execute("INSERT OR IGNORE INTO identities(identity_id, created) VALUES (?, ?)",
-                             (s.identity_id, now))
+                _enroll(conn, s.identity_id, created=now)
             position = s.position if p is not None else None     # no pose: no frame to place them in
             if position is not None and centres is None:
                 centres = conn.execute("SELECT waypoint_id, sx / n, sy / n FROM waypoint_stats").fetchall()
