@@ -168,6 +168,11 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
     assert spot1.merge_identities("spot1.person_0002", "spot1.person_0001") == 2
     with pytest.raises(StoreError, match="permission denied|row-level security"):
         spot2.merge_identities("spot1.person_0001", "spot2.person_0009")     # another robot's identity
+    with pytest.raises(StoreError, match="permission denied for 1 of 2 rows"):
+        spot1.merge_identities("spot1.person_0007", "spot1.person_0001")     # Alice has a sighting of spot2's
+    with pytest.raises(StoreError, match="naming spot1.person_0007: permission denied"):
+        spot2.name_identity("spot1.person_0007", "Bob")                      # naming is an operator's
+    assert len(spot1.call_tool("person_observations", {"person": "Alice"})) == 2   # nothing half done
     assert operator.forget_identity("Alice")["sightings_removed"] == 2      # fleet-wide
     assert [p["person"] for p in spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100})] == \
         ["spot1.person_0001"]
@@ -214,6 +219,7 @@ def test_one_person_seen_by_two_robots_becomes_one_identity_fleet_wide(fleet_dat
     # spot2's perception still calls her by its own id: what it stores now is hers too
     spot2.insert(_faces_of("spot2", "spot2.person_0002", face_seed=1, n=1, t0=T0 + 300, start=20))
     assert len(spot1.call_tool("person_observations", {"person": "Alice", "limit": 50})) == 11
+    assert len(spot1.call_tool("person_observations", {"person": "spot2.person_0002", "limit": 50})) == 11  # an alias
     assert reconcile(spot1) == []                      # nothing left to merge; an undone merge is never redone
     change = spot1.identity_changes(limit=5)[0]
     assert (change["kind"], change["source"]) == ("merge", "spot2.person_0002")

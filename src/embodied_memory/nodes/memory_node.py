@@ -92,6 +92,7 @@ class MemoryNode(ManagedNode):
         self._serving: list = []               # (destroy, entity): what activate created
         self._writes = MutuallyExclusiveCallbackGroup()
         self._reads = ReentrantCallbackGroup()
+        self._fleet_group = MutuallyExclusiveCallbackGroup()   # the fleet poll: network calls, one at a time
         self._acks = self._forgotten_pub = self._markers_pub = None
         self._warm_up: threading.Thread | None = None
         self._forgotten_sent: set[str] = set()
@@ -162,10 +163,9 @@ class MemoryNode(ManagedNode):
                                                                                "markers"), callback_group=reads, clock=steady_clock())))
         self._publish_forgotten()             # a perception node that starts later forgets them too
         if self.store.on_server:              # a forget anywhere in the fleet reaches this robot's perception
-            self._fleet_poll()
             add((self.destroy_timer, self.create_timer(p.fleet_poll_s, h.guard(self._gated(self._fleet_poll),
                                                                                  "fleet poll"),
-                                                       callback_group=reads, clock=steady_clock())))
+                                                       callback_group=self._fleet_group, clock=steady_clock())))
 
     def _fleet_poll(self) -> None:
         """A fleet's server: forgets made elsewhere, files to remove here, this clock against the server's."""

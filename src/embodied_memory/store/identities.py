@@ -123,6 +123,8 @@ class IdentitiesMixin:
             "SELECT identity_id FROM identities WHERE identity_id=? OR (display_name != '' AND "
             "lower(display_name)=lower(?)) ORDER BY identity_id=? DESC LIMIT 1", (person, person, person)).fetchone() \
             if person else None
+        if row is None and person:      # an id merged into another (a reconcile, a review) names the survivor
+            row = self._conn().execute("SELECT identity_id FROM identity_aliases WHERE alias_id=?", (person,)).fetchone()
         if row is None:
             raise UnknownPersonError(f"unknown person {person!r}: no identity with that id or name "
                                      f"(known: {', '.join(i.identity_id for i in self.identities()[:20]) or 'none'})")
@@ -146,7 +148,8 @@ class IdentitiesMixin:
                                 "display_name != '' AND identity_id != ? ORDER BY identity_id LIMIT 1",
                                 (display_name, identity_id)).fetchone()
             if same is None:
-                conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, identity_id))
+                self._expect_rows(conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?",
+                                               (display_name, identity_id)), 1, f"naming {identity_id}")
             self._journal_change(conn, "reviewed", identity_id, identity_id, [])   # the operator looked at it
         if same is not None:    # merged under the names they had (an undo gives each its own back), then named
             survivor, absorbed = sorted((same[0], identity_id))
@@ -155,6 +158,16 @@ class IdentitiesMixin:
                 conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (display_name, survivor))
             return survivor
         return identity_id
+
+    def _expect_rows(self, cursor, expected: int, what: str):
+        """On a fleet's server, row-level security skips the rows of other robots without an error:
+        a change that could not touch every row it meant to is refused whole (the transaction
+        rolls back) rather than left half done."""
+        if self.on_server and cursor.rowcount != expected:
+            raise StoreError(f"{what}: permission denied for {expected - cursor.rowcount} of {expected} rows (another "
+                             "robot's records or people: an operator's `embodied-memory fleet ...` changes those)",
+                             kind="PermissionError")
+        return cursor
 
     def merge_identities(self, absorbed: str, survivor: str, reviewed: bool = False) -> int:
         """Perception (or, ``reviewed``, an operator) found two identities to be one person:
@@ -180,11 +193,13 @@ class IdentitiesMixin:
             if not names.get(survivor) and names.get(absorbed):
                 conn.execute("UPDATE identities SET display_name=? WHERE identity_id=?", (names[absorbed], survivor))
             ids = [r[0] for r in conn.execute("SELECT id FROM sightings WHERE identity_id=?", (absorbed,))]
-            moved = conn.execute("UPDATE sightings SET identity_id=? WHERE identity_id=?", (survivor, absorbed)).rowcount
+            moved = self._expect_rows(conn.execute("UPDATE sightings SET identity_id=? WHERE identity_id=?",
+                                                   (survivor, absorbed)), len(ids), f"merging {absorbed}").rowcount
             for rid, persons in conn.execute("SELECT id, persons FROM observations WHERE id IN "
                                              "(SELECT obs FROM sightings WHERE identity_id=?)", (survivor,)).fetchall():
                 people = list(dict.fromkeys(survivor if p == absorbed else p for p in (persons or "").split(",") if p))
-                conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(people), rid))
+                self._expect_rows(conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(people), rid)),
+                                  1, f"merging {absorbed}")
             conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (absorbed, survivor))
             conn.execute("DELETE FROM identities WHERE identity_id=?", (absorbed,))
             conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))
@@ -238,7 +253,8 @@ class IdentitiesMixin:
                 part = moved[chunk:chunk + 500]
                 marks = ",".join("?" * len(part))
                 obs |= {r[0] for r in conn.execute(f"SELECT DISTINCT obs FROM sightings WHERE id IN ({marks})", part)}
-                conn.execute(f"UPDATE sightings SET identity_id=? WHERE id IN ({marks})", (target or None, *part))
+                self._expect_rows(conn.execute(f"UPDATE sightings SET identity_id=? WHERE id IN ({marks})",
+                                               (target or None, *part)), len(part), f"{kind} {source} -> {target}")
                 if not target:   # back to no identity (an assignment undone): out of its track for good
                     conn.execute(f"UPDATE sightings SET track=NULL WHERE id IN ({marks})", part)
             pattern = _name_pattern([source])
@@ -249,8 +265,9 @@ class IdentitiesMixin:
                 text = row[0] or ""
                 if source not in people and pattern is not None:   # the observation no longer shows source
                     text = pattern.sub(target or "a person", text)
-                conn.execute("UPDATE observations SET persons=?, description=? WHERE id=?",
-                             (",".join(dict.fromkeys(people)), text, rid))
+                self._expect_rows(conn.execute("UPDATE observations SET persons=?, description=? WHERE id=?",
+                                               (",".join(dict.fromkeys(people)), text, rid)), 1,
+                                  f"{kind} {source} -> {target}")
             conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (source, target))
             prior = None
             if source and target and not conn.execute("SELECT 1 FROM sightings WHERE identity_id=? LIMIT 1",

@@ -59,8 +59,11 @@ class IndexLifecycleMixin:
                 self._checkpoint_in_background()
             return index
 
-    def _vector_batches(self, column: str, after_id: int, batch: int = 20_000):
-        conn = self._connect()      # its own: a long catch-up never holds this thread's connection
+    def _vector_batches(self, column: str, after_id: int, batch: int = 20_000, conn=None):
+        """(ids, vectors) of the rows after ``after_id``; on a connection of its own unless one is
+        given (an index's first fill is long: it never holds this thread's connection)."""
+        own = conn is None
+        conn = self._connect() if own else conn
         try:
             last = after_id
             while True:
@@ -73,7 +76,8 @@ class IndexLifecycleMixin:
                 yield ids, vecs
                 last = int(ids[-1])
         finally:
-            conn.close()
+            if own:
+                conn.close()
 
     def follow_other_writers(self) -> None:
         """On a fleet server (backend postgres), take in what other robots committed since this
@@ -103,8 +107,10 @@ class IndexLifecycleMixin:
                                                   np.array([r[1] for r in rows], dtype=np.float64))
             with self._index_lock:
                 for kind, index in self._indexes.items():
-                    for ids, vecs in self._vector_batches(f"{kind}_emb", getattr(index, "max_id", 0)):
-                        index.add(ids, vecs)
+                    after = getattr(index, "max_id", 0)
+                    if max_id > after:          # (nothing new: no query)
+                        for ids, vecs in self._vector_batches(f"{kind}_emb", after, conn=conn):
+                            index.add(ids, vecs)
 
     @property
     def text_embedder(self):

@@ -433,11 +433,12 @@ class RetrievalMixin:
         by_robot, robot_args = _robot_filter(robot)
         here = conn.execute(f"SELECT {_OBS_COLUMNS} FROM observations WHERE waypoint_id=? AND t >= ? AND t <= ?"
                             f"{by_robot} {order_sql} LIMIT ?", (waypoint_id, *window, *robot_args, limit)).fetchall()
+        robot_views = " AND obs IN (SELECT id FROM observations WHERE robot_id=?)" if robot else ""
         views = conn.execute(
             f"SELECT {', '.join('o.' + c.strip() for c in _OBS_COLUMNS.split(','))} FROM observations o WHERE o.id IN "
-            f"(SELECT obs FROM sightings WHERE waypoint_id=? AND t >= ? AND t <= ? {order_sql} LIMIT ?){by_robot} "
+            f"(SELECT obs FROM sightings WHERE waypoint_id=? AND t >= ? AND t <= ?{robot_views} {order_sql} LIMIT ?) "
             f"{self._order_sql(order, 'o.t')}",
-            (waypoint_id, *window, 4 * limit, *robot_args)).fetchall()   # a view: several people
+            (waypoint_id, *window, *robot_args, 4 * limit)).fetchall()   # a view: several people
         view_ids = {r["id"] for r in views}
         rows = sorted({r["id"]: r for r in [*here, *views]}.values(), key=lambda r: (r["t"], r["id"]),
                       reverse=order == "newest")[:limit]
