@@ -263,6 +263,17 @@ def test_a_fleet_set_up_from_the_command_line(tmp_path):
         out = cli("reconcile", "--url", f"postgresql://ops@127.0.0.1:{port}/fleet", "--dry-run",
                   "--cache-dir", str(tmp_path / "ops"), password="ops-pw")
         assert "0 identities to merge across robots" in out
+        out = cli("journal", "--url", f"postgresql://ops@127.0.0.1:{port}/fleet", password="ops-pw")
+        assert out == ""                                      # nothing merged or split yet
+        bad = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", "name", "spot1.person_0001",
+                              "--url", f"postgresql://ops@127.0.0.1:{port}/fleet"], capture_output=True, text=True,
+                             env={**env, "EMBODIED_MEMORY_DB_PASSWORD": "ops-pw"})
+        assert bad.returncode == 1 and bad.stderr.strip() == "error: name needs IDENTITY NAME"
+        wrong = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", "journal", "--url",
+                                f"postgresql://ops@127.0.0.1:{port}/fleet"], capture_output=True, text=True,
+                               env={**env, "EMBODIED_MEMORY_DB_PASSWORD": "not-it"})
+        assert wrong.returncode == 1 and "password authentication failed" in wrong.stderr
+        assert len(wrong.stderr.strip().splitlines()) == 1          # one line, no traceback
         gone = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", "forget", "nobody", "--url",
                                f"postgresql://ops@127.0.0.1:{port}/fleet", "--cache-dir", str(tmp_path / "ops")],
                               capture_output=True, text=True, env={**env, "EMBODIED_MEMORY_DB_PASSWORD": "ops-pw"})
@@ -272,7 +283,8 @@ def test_a_fleet_set_up_from_the_command_line(tmp_path):
         assert bad.returncode != 0 and "EMBODIED_MEMORY_DB_PASSWORD" in bad.stderr
     finally:
         os.environ.pop("SPOT1_PW", None)
-        cli("stop", "--folder", folder)
+        assert "stopped" in cli("stop", "--folder", folder)
+    assert "no fleet memory server running" in cli("stop", "--folder", folder)
 
 
 def test_an_answer_says_which_robot_saw_the_person(fleet_database, tmp_path):

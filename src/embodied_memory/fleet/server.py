@@ -15,6 +15,7 @@ would (``SIGKILL``).  The roles and tables of a fleet are made by ``fleet.roles`
 from __future__ import annotations
 
 import glob
+import json
 import logging
 import os
 import shutil
@@ -29,6 +30,7 @@ from typing import Optional
 log = logging.getLogger(__name__)
 
 SYSTEM_USER = "pgserver"     # the system user the server runs as when this process is root
+ADDRESS_FILE = "address.json"   # host and port the folder's server listens on (a restart keeps them)
 
 
 def postgres_bindir() -> Path:
@@ -57,21 +59,32 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class FleetServer:
-    """A PostgreSQL server in ``folder`` on ``host:port`` (a free port when 0)."""
+    """A PostgreSQL server in ``folder`` on ``host:port`` (a free port when 0; a folder made
+    before keeps the address it was made with unless another is given)."""
 
-    def __init__(self, folder, *, superuser_password: str, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, folder, *, superuser_password: str, host: str = "", port: int = 0):
         if not superuser_password:
             raise ValueError("superuser_password: a fleet server never trusts a connection without one")
         self.folder = Path(folder).expanduser().resolve()
         self.pgdata = self.folder / "pgdata"
-        self.host, self.port = host, port or free_port(host)
+        saved = self._saved_address()
+        self.host = host or saved.get("host", "127.0.0.1")
+        self.port = port or saved.get("port") or free_port(self.host if self.host != "0.0.0.0" else "127.0.0.1")
         self._password = superuser_password
         self._bindir = postgres_bindir()
         self._user = SYSTEM_USER if os.geteuid() == 0 else None
 
+    def _saved_address(self) -> dict:
+        try:
+            return json.loads((self.folder / ADDRESS_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+
     def url(self, user: str = "postgres", database: str = "postgres") -> str:
-        """The URL a client connects with (the password comes from the environment, never here)."""
-        return f"postgresql://{user}@{self.host}:{self.port}/{database}"
+        """The URL a client connects with (the password comes from the environment, never here);
+        a server listening on every interface is reached by this machine's name."""
+        host = socket.getfqdn() if self.host in ("0.0.0.0", "*", "::") else self.host
+        return f"postgresql://{user}@{host}:{self.port}/{database}"
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run([str(self._bindir / args[0]), *args[1:]], capture_output=True, text=True,
@@ -109,10 +122,39 @@ class FleetServer:
             finally:
                 os.unlink(pw.name)
             log.info("initialised a fleet memory server in %s", self.pgdata)
+        if self.pid() is not None and self._alive(self.pid()):
+            raise RuntimeError(f"a fleet memory server is running in {self.folder} already (pid {self.pid()}, "
+                               f"{self.url()}); stop it first: embodied-memory fleet stop --folder {self.folder}")
+        self._allow_remote_clients()
+        (self.folder / ADDRESS_FILE).write_text(json.dumps({"host": self.host, "port": self.port}))
         self._run("pg_ctl", "-D", str(self.pgdata), "-w", "-t", str(int(timeout_s)), "-l", str(self.folder / "server.log"),
                   "-o", f"-h {self.host} -p {self.port} -k {self.pgdata}", "start")
         log.info("fleet memory server on %s:%d", self.host, self.port)
         return self
+
+    def _allow_remote_clients(self) -> None:
+        """initdb lets only this machine in: a server on another address lets robots in from the
+        network, each with its password (scram-sha-256).  No TLS here: put the server on a trusted
+        network or behind TLS (a managed PostgreSQL, or ssl=on with a certificate in postgresql.conf)."""
+        hba = self.pgdata / "pg_hba.conf"
+        lines = hba.read_text().splitlines()
+        remote = ["host all all 0.0.0.0/0 scram-sha-256", "host all all ::/0 scram-sha-256"]
+        wanted = self.host not in ("127.0.0.1", "localhost", "::1")
+        kept = [line for line in lines if line.strip() not in remote]
+        if wanted:
+            kept += remote
+        if kept != lines:
+            hba.write_text("\n".join(kept) + "\n")
+
+    @staticmethod
+    def _alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
 
     def pid(self) -> Optional[int]:
         try:
@@ -120,9 +162,13 @@ class FleetServer:
         except (OSError, ValueError, IndexError):
             return None
 
-    def stop(self) -> None:
-        if self.pid() is not None:
-            self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop", check=False)
+    def stop(self) -> bool:
+        """Stop it cleanly; False when no server was running in the folder."""
+        pid = self.pid()
+        if pid is None or not self._alive(pid):
+            return False
+        self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop", check=False)
+        return True
 
     def kill(self) -> None:
         """The server's processes die at once (a power cut or OOM kill): committed data survives in
