@@ -395,3 +395,31 @@ def test_who_did_you_see_today_on_a_replayed_day_with_people(tmp_path, ros_conte
     finally:
         node.destroy_node()
         assert stack.stop() == 0, stack.log()[-3000:]
+
+
+
+def test_replay_into_a_robots_namespace(tmp_path, ros_context):
+    """``replay --namespace spot2``: the bag's camera goes to /spot2/... (one robot of a fleet
+    replayed into its own stack), /clock stays shared."""
+    from sensor_msgs.msg import CompressedImage
+    from embodied_memory.ingest.bag_reader import Bag
+    from embodied_memory.nodes.replay import replay
+    bag = small_bag(tmp_path / "bag", frames=5, t_start=PAST)
+    with Bag(str(bag)) as b:
+        camera = next(t for t in b.topics if t.endswith("compressed"))
+    listener = Node("ns_listener", context=ros_context)
+    frames, root = [], []
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+    listener.create_subscription(CompressedImage, "/spot2" + camera, frames.append, qos)
+    listener.create_subscription(CompressedImage, camera, root.append, qos)
+    listener.create_subscription(Clock, "/clock", lambda m: None, qos)
+    spinner = Spinner(ros_context, listener)
+    try:
+        report = replay(str(bag), rate=0.0, topics=[camera], wait_subscribers_s=10.0, progress=False,
+                        namespace="spot2", image_topic=camera)
+        assert report.published[camera] == 5
+        wait_until(lambda: len(frames) == 5, 10, what="the frames under /spot2")
+        assert root == []
+    finally:
+        spinner.close()

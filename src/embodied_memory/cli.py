@@ -222,7 +222,7 @@ def cmd_replay(args) -> int:
         report = replay(args.bag, rate=rate, paced=args.rate == "paced" or args.paced, window=args.window,
                         topics=args.topics.split(",") if args.topics else None, remap=remap, clock=not args.no_clock,
                         image_topic=args.image_topic, wait_subscribers_s=args.wait,
-                        stall_timeout_s=args.stall_timeout)
+                        stall_timeout_s=args.stall_timeout, namespace=args.namespace)
     except BagError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -554,6 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=int, default=3, help="paced: camera frames in flight")
     p.add_argument("--topics", default="", help="comma-separated topics to play (default: all)")
     p.add_argument("--remap", action="append", default=[], metavar="FROM:=TO", help="publish a topic under another name")
+    p.add_argument("--namespace", default="", metavar="NS", help="into one robot's stack (launch --namespace NS): "
+                   "the bag's topics under /NS (not /tf, /tf_static, /clock)")
     p.add_argument("--image-topic", default="/camera/color/image_raw/compressed",
                    help="the camera topic (pacing, subscriber wait)")
     p.add_argument("--no-clock", action="store_true", help="do not publish /clock")

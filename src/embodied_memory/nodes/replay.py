@@ -195,16 +195,21 @@ def _publisher_key(info) -> Optional[str]:
     return repr(gid) if gid else None
 
 
+SHARED_TOPICS = ("/tf", "/tf_static", "/clock")   # one per ROS graph, whatever the robot namespaces
+
+
 def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int = 3,
            topics: Optional[list[str]] = None, remap: Optional[dict[str, str]] = None, clock: bool = True,
-           image_topic: str = "/camera/color/image_raw/compressed", progress_topic: str = "/memory/frames_processed",
+           image_topic: str = "/camera/color/image_raw/compressed", progress_topic: str = "memory/frames_processed",
            wait_subscribers_s: float = 10.0, stall_timeout_s: float = 60.0, ack_timeout_s: float = 5.0,
-           progress: bool = True, clock_hz: float = 20.0) -> ReplayReport:
+           progress: bool = True, clock_hz: float = 20.0, namespace: str = "") -> ReplayReport:
     """Play ``bag_path`` into live topics.  Paced: at most ``window`` frames unacknowledged;
     when no acknowledgement comes for ``ack_timeout_s`` (the frame selector died) the frames in
     flight are given up and one frame at a time is sent until the counter moves again; no
     acknowledgement at all for ``stall_timeout_s`` is an error.  At the end the replay waits
-    (up to ``ack_timeout_s`` without progress) for the last acknowledgements."""
+    (up to ``ack_timeout_s`` without progress) for the last acknowledgements.  ``namespace``: into
+    one robot's stack (``launch --namespace``): the bag's topics are published under it (/camera/x
+    as /NS/camera/x), except /tf, /tf_static and /clock, which every robot shares."""
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import UInt64
     remap = remap or {}
@@ -212,7 +217,11 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
     acks = FrameAcks()
     context = Context()
     rclpy.init(context=context)
-    node = rclpy.create_node("bag_replay", context=context)
+    node = rclpy.create_node("bag_replay", context=context, namespace="/" + namespace.strip("/"))
+
+    def published_as(topic: str) -> str:
+        name = remap.get(topic, topic)
+        return name.lstrip("/") if namespace.strip("/") and name not in SHARED_TOPICS else name
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -237,7 +246,7 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
                     report.skipped_topics[topic] = f"type {bag_topics[topic].msgtype} is not installed here"
                     log.warning("skipping %s: %s", topic, report.skipped_topics[topic])
                     continue
-                publishers[topic] = node.create_publisher(cls, remap.get(topic, topic),
+                publishers[topic] = node.create_publisher(cls, published_as(topic),
                                                           STATIC_TF_QOS if topic == "/tf_static" else qos)
             clock_pub = node.create_publisher(Clock, "/clock", CLOCK_QOS) if clock and "/clock" not in publishers \
                 else None
@@ -253,7 +262,7 @@ def replay(bag_path: str, *, rate: float = 1.0, paced: bool = False, window: int
             progress_sub = node.create_subscription(UInt64, progress_topic, on_progress, qos)
             # wait (bounded) for the pipeline to subscribe, so the first frames are not lost,
             # and (paced) for its counter, so that its first value can be read right
-            main_topic = remap.get(image_topic, image_topic)
+            main_topic = published_as(image_topic)
             main_pub = publishers.get(image_topic)
             deadline = time.monotonic() + wait_subscribers_s
 
