@@ -69,7 +69,11 @@ def migrate_server(conn, where: str, schema: str) -> None:
     """The fleet server's database (backend postgres): created from ``schema`` (SQLite DDL, run
     translated) or brought to SCHEMA_VERSION, under the fleet's write lock so that robots starting
     together create it once.  No copy is kept: back the server up with pg_dump before upgrading."""
+    from .errors import StoreConfigError
     from .postgres import schema_statements
+    version_num = int(conn.execute("SHOW server_version_num").fetchone()[0])
+    if version_num < 160000:
+        raise StoreConfigError(f"{where}: PostgreSQL {version_num // 10000} is too old: the fleet memory needs 16 or newer")
     conn.execute("BEGIN IMMEDIATE")
     try:
         exists = conn.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
@@ -89,8 +93,12 @@ def migrate_server(conn, where: str, schema: str) -> None:
             for ddl in schema_statements(schema):
                 conn.execute(ddl)
         conn.execute("COMMIT")
-    except BaseException:
+    except BaseException as exc:
         conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.DatabaseError) and ("must be owner" in str(exc) or "permission denied" in str(exc)):
+            raise StoreConfigError(f"{where}: the fleet's memory is schema {version} and this release needs "
+                                   f"{SCHEMA_VERSION}: an administrator upgrades it with `embodied-memory fleet init` "
+                                   "(the same command that made it; it also grants the new tables)") from exc
         raise
 
 

@@ -225,16 +225,21 @@ class Cursor:
 
     def __init__(self, rows: list, lastrowid: Optional[int], rowcount: int):
         self._rows, self.lastrowid, self.rowcount = rows, lastrowid, rowcount
+        self._at = 0
 
     def fetchone(self):
-        return self._rows.pop(0) if self._rows else None
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
 
     def fetchall(self) -> list:
-        rows, self._rows = self._rows, []
+        rows, self._at = self._rows[self._at:], len(self._rows)
         return rows
 
     def fetchmany(self, size: int = 1) -> list:
-        rows, self._rows = self._rows[:size], self._rows[size:]
+        rows = self._rows[self._at:self._at + size]
+        self._at += len(rows)
         return rows
 
     def __iter__(self):
