@@ -56,13 +56,16 @@ class StackNames:
     acks: str
 
     @classmethod
-    def defaults(cls, **overrides) -> "StackNames":
+    def defaults(cls, namespace: str = "", **overrides) -> "StackNames":
+        """The names as they resolve for a stack launched in ``namespace`` (relative ones under it)."""
         from ..params import (ACKS_TOPIC, MEMORY_FORGET_SERVICE, MEMORY_NAME_SERVICE, MEMORY_QUERY_SERVICE,
                               MEMORY_STATS_SERVICE, MemoryNodeParams, QueryAgentNodeParams)
         names = {"query": MEMORY_QUERY_SERVICE, "stats": MEMORY_STATS_SERVICE, "forget": MEMORY_FORGET_SERVICE,
                  "name": MEMORY_NAME_SERVICE, "ask": QueryAgentNodeParams.ask_service,
                  "merges": MemoryNodeParams.merges_topic, "acks": ACKS_TOPIC}
-        return cls(**{**names, **{k: v for k, v in overrides.items() if v}})
+        names = {**names, **{k: v for k, v in overrides.items() if v}}
+        ns = namespace.strip("/")
+        return cls(**{k: v if v.startswith("/") else "/" + "/".join(p for p in (ns, v) if p) for k, v in names.items()})
 
 
 class RosBackend:

@@ -43,6 +43,7 @@ def add_inspect_arguments(p) -> None:
                         help="the running stack, on this machine: pages read its memory directory (read-only), "
                              "searches, questions and writes go to its services")
     p.add_argument("--ask-service", default="", help="--ros: the query agent's Ask service (default /agent/ask)")
+    p.add_argument("--namespace", default="", metavar="NS", help="--ros: the stack's namespace (launch --namespace NS)")
     p.add_argument("--ask-timeout", type=float, default=None,
                    help="--ros: seconds to wait for an answer (default: the query agent's longest, with its "
                         "default parameters)")
@@ -107,8 +108,8 @@ def ros_backend(args):
     if args.ask_timeout is not None and not args.ask_timeout > 0:
         raise ConfigError(f"--ask-timeout {args.ask_timeout}: must be > 0")
     try:
-        backend = RosBackend(StackNames.defaults(ask=args.ask_service, merges=args.merges_topic, acks=args.acks_topic),
-                             ask_timeout_s=args.ask_timeout)
+        backend = RosBackend(StackNames.defaults(args.namespace, ask=args.ask_service, merges=args.merges_topic,
+                                                 acks=args.acks_topic), ask_timeout_s=args.ask_timeout)
     except ValueError as exc:
         raise ConfigError(f"--ros: {exc}") from exc
     try:
