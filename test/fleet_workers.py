@@ -16,7 +16,7 @@ def observation(robot: str, i: int, stamp: float, person: str = "") -> Observati
     room = ROOMS[i % len(ROOMS)]
     people = [PersonSighting((0, 0, 10, 20), person, 0.9, 0.8, face_embedding=unit(hash(person) % 1000, 8))] \
         if person else []
-    return Observation(f"{robot}/{i}", stamp, f"{robot}-day1", Pose(float(i % 7), float(i % 5), 0.0, 0.0, "map"),
+    return Observation(f"{robot}/{i}", stamp, f"{robot}/day1", Pose(float(i % 7), float(i % 5), 0.0, 0.0, "map"),
                        description=f"{robot} sees a {room} scene number {i}", waypoint_id=room,
                        global_embedding=unit(i), people=people)
 

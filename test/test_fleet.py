@@ -137,9 +137,9 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
     operator.name_identity("spot1.person_0007", "Alice")
     assert [r["robot"] for r in spot2.call_tool("person_observations", {"person": "Alice"})] == ["spot2", "spot1"]
     with pytest.raises(StoreError, match="permission denied"):
-        spot2.forget_episode("spot1-day1")                     # another robot's records
+        spot2.forget_episode("spot1/day1")                     # another robot's records
     with pytest.raises(StoreError, match="permission denied"):
-        spot2.forget_episode("spot2-day1")                     # deleting is an operator's act
+        spot2.forget_episode("spot2/day1")                     # deleting is an operator's act
     raw = spot2._conn()                                        # its own SQL, not the store's
     for attack in ("DELETE FROM observations",
                    "UPDATE meta SET value='999' WHERE key='schema_version'",        # would stop every robot
@@ -155,6 +155,15 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
         with pytest.raises(sqlite3.DatabaseError, match="row-level security"):
             raw.execute(attack)                                # another robot's range (no prefix wildcards)
     assert raw.execute("UPDATE identities SET display_name='Bob' WHERE identity_id='spot1.person_0007'").rowcount == 0
+    for attack in ("INSERT INTO observations(id, observation_id, t, episode_id, robot_id) OVERRIDING SYSTEM VALUE "
+                   "VALUES (999999999, 'spot2/x', 1, 'spot2/e', 'spot2')",                   # its own id, chosen
+                   ):
+        with pytest.raises(sqlite3.DatabaseError, match="permission denied"):
+            raw.execute(attack)
+    taken = observation("spot2", 5, T0 + 25)
+    taken.observation_id = "spot1/100"                                # an id in spot1's range, taken in advance
+    with pytest.raises(StoreError, match="row-level security"):
+        spot2.insert([taken])
     with pytest.raises(StoreConfigError, match="robot_id"):
         login("spot2", "spot1")                                # spot2's login writing as spot1: refused at open
     with pytest.raises(StoreConfigError, match="refused this login"):
@@ -170,17 +179,20 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
         spot2.merge_identities("spot1.person_0001", "spot2.person_0009")     # another robot's identity
     with pytest.raises(StoreError, match="permission denied for 1 of 2 rows"):
         spot1.merge_identities("spot1.person_0007", "spot1.person_0001")     # Alice has a sighting of spot2's
+    spot1.insert([observation("spot1", 70, T0 + 70, person="spot1.person_0008")])
+    assert spot1.merge_identities("spot1.person_0008", "spot1.person_0007") == 1   # into her: its own sighting only
+    assert len(spot2.call_tool("person_observations", {"person": "Alice"})) == 3
     with pytest.raises(StoreError, match="naming spot1.person_0007: permission denied"):
         spot2.name_identity("spot1.person_0007", "Bob")                      # naming is an operator's
-    assert len(spot1.call_tool("person_observations", {"person": "Alice"})) == 2   # nothing half done
-    assert operator.forget_identity("Alice")["sightings_removed"] == 2      # fleet-wide
+    assert len(spot1.call_tool("person_observations", {"person": "Alice"})) == 3   # nothing half done
+    assert operator.forget_identity("Alice")["sightings_removed"] == 3      # fleet-wide
     assert [p["person"] for p in spot1.call_tool("persons_between", {"t_start": T0, "t_end": T0 + 100})] == \
         ["spot1.person_0001"]
     # the operator's retention: the deleted records' images on spot1's disk go when spot1 next looks
     pictured = observation("spot1", 60, T0 + 60)
     pictured.image_jpeg = b"\xff\xd8jpeg"
     insert_with_images(spot1, [pictured])
-    assert operator.forget_episode("spot1-day1")["observations_removed"] == 6
+    assert operator.forget_episode("spot1/day1")["observations_removed"] == 7
     assert spot2.remove_files_handed_over() == 0 and Path(pictured.image_path).exists()
     assert spot1.remove_files_handed_over() == 1 and not Path(pictured.image_path).exists()
     for store in (spot1, spot2, operator):
@@ -319,3 +331,24 @@ def test_tools_take_a_robot_or_span_the_fleet(fleet_database, tmp_path):
     assert q("observations_between", {"t_start": T0, "t_end": T0 + 200, "robot": "spot9"}) == []
     spot1.close()
     spot2.close()
+
+
+def test_a_writer_that_waited_too_long_for_the_fleets_lock_writes_again_once_it_is_free(
+        fleet_database, tmp_path, monkeypatch):
+    """The fleet's write lock held by another session past lock_timeout: the write is a write fault
+    (kept, resent), and the next one is stored, not refused by a transaction left aborted."""
+    import psycopg
+    from conftest import FLEET_TEST_PASSWORD
+    from embodied_memory.store import StoreWriteError
+    from embodied_memory.store import postgres
+    monkeypatch.setitem(postgres.SESSION_LIMITS, "options", "-c lock_timeout=1s")
+    spot1 = fleet_store(fleet_database, tmp_path, "spot1")
+    holder = psycopg.connect(fleet_database, password=FLEET_TEST_PASSWORD, autocommit=True)
+    holder.execute("SELECT pg_advisory_lock(%s)", (postgres.WRITE_LOCK_KEY,))
+    with pytest.raises(StoreWriteError, match="did not answer in time"):
+        spot1.insert([observation("spot1", 1, T0 + 1)])
+    holder.execute("SELECT pg_advisory_unlock(%s)", (postgres.WRITE_LOCK_KEY,))
+    holder.close()
+    assert spot1.insert([observation("spot1", 1, T0 + 1)]) == ["spot1/1"]
+    assert spot1.insert([observation("spot1", 2, T0 + 2)]) == ["spot1/2"]
+    spot1.close()

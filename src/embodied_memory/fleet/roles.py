@@ -22,11 +22,19 @@ import logging
 import re
 
 from ..store.params import ROBOT_ID_RE
+from ..store.postgres import Schema
+from ..store.records import _SCHEMA
 
 log = logging.getLogger(__name__)
 
 ROBOT_GROUP, OPERATOR_GROUP = "em_robot", "em_operator"
 OWN_RECORD = "robot_id = current_user"
+
+
+def _own_record(id_column: str) -> str:
+    """A record of the current robot: its robot_id, and an id in its own range (``<robot_id>/...``,
+    as its memory node qualifies them), so that no robot can take an id another will send."""
+    return f"robot_id = current_user AND starts_with({id_column}, current_user || '/')"
 
 
 def _own_obs(table: str, column: str = "obs") -> str:
@@ -42,8 +50,8 @@ def _own(column: str) -> str:
 # table -> (what a robot may do there, the rows it may insert, the rows it may update / delete);
 # None: no row-level security (every row).  SELECT: every row of every table, for robots and operators.
 ROBOT_RIGHTS: dict[str, tuple[str, str | None, str | None]] = {
-    "observations": ("INSERT, UPDATE", OWN_RECORD, OWN_RECORD),
-    "episodes": ("INSERT, UPDATE", OWN_RECORD, OWN_RECORD),
+    "observations": ("INSERT, UPDATE", _own_record("observation_id"), _own_record("observation_id")),
+    "episodes": ("INSERT, UPDATE", _own_record("episode_id"), _own_record("episode_id")),
     "sightings": ("INSERT, UPDATE", _own_obs("sightings"), _own_obs("sightings")),
     "regions": ("INSERT, UPDATE", _own_obs("regions"), _own_obs("regions")),
     "obs_xy": ("INSERT, UPDATE", _own_obs("obs_xy", "id"), _own_obs("obs_xy", "id")),
@@ -106,10 +114,16 @@ def create_fleet(admin_url: str, admin_password: str, database: str, store_param
         groups = f"{ROBOT_GROUP}, {OPERATOR_GROUP}"
         conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {groups}")
         conn.execute(f"GRANT USAGE ON SCHEMA public TO {groups}")
-        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROBOT_GROUP}")
         conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {groups}")
         conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {OPERATOR_GROUP}")
+        conn.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {ROBOT_GROUP}")   # a re-run: only what is below
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROBOT_GROUP}")
+        schema = Schema(_SCHEMA)
         for table, (rights, insert, own) in ROBOT_RIGHTS.items():
+            if "id" in schema.columns.get(table, ()) and table != "obs_xy":   # ids from the server's sequence only
+                conn.execute(f"ALTER TABLE {table} ALTER COLUMN id SET GENERATED ALWAYS")
+                columns = ", ".join(c for c in schema.columns[table] if c != "id")
+                rights = rights.replace("INSERT", f"INSERT ({columns})")      # (no OVERRIDING SYSTEM VALUE)
             conn.execute(f"GRANT {rights} ON {table} TO {ROBOT_GROUP}")
             if own is None:
                 continue

@@ -39,7 +39,7 @@ from ..params import (MEMORY_FORGET_SERVICE, MEMORY_NAME_SERVICE, MEMORY_QUERY_S
                       MemoryNodeParams, StoreParams)
 from ..fleet.ids import FleetIds
 from ..store import open_store
-from ..store.errors import StoreError, StoreWriteError
+from ..store.errors import StoreConfigError, StoreError, StoreWriteError
 from ..store.image_files import insert_with_images, sweep_partial_images
 from .common import forgotten_qos, node_options, node_params, robot_id_of, run_node, service_qos, to_time_msg
 from .conversions import grid_from_msg, observation_from_msg
@@ -163,6 +163,7 @@ class MemoryNode(ManagedNode):
                                                                                "markers"), callback_group=reads, clock=steady_clock())))
         self._publish_forgotten()             # a perception node that starts later forgets them too
         if self.store.on_server:              # a forget anywhere in the fleet reaches this robot's perception
+            h.guard(self._fleet_poll, "fleet poll")()
             add((self.destroy_timer, self.create_timer(p.fleet_poll_s, h.guard(self._gated(self._fleet_poll),
                                                                                  "fleet poll"),
                                                        callback_group=self._fleet_group, clock=steady_clock())))
@@ -243,8 +244,9 @@ class MemoryNode(ManagedNode):
                 sighting.identity_id = ids.identity(sighting.identity_id)
         try:
             result = insert_with_images(self.store, [obs])
-        except StoreWriteError as exc:   # not acknowledged: the sender keeps it and sends it again
-            self.health.drop("store_write_error", f"observation {msg.observation_id!r}: {exc}")
+        except (StoreWriteError, StoreConfigError) as exc:   # not acknowledged: the sender keeps it and sends it
+            self.health.drop(f"store_{'write' if isinstance(exc, StoreWriteError) else 'login'}_error",  # again
+                             f"observation {msg.observation_id!r}: {exc}")
             return
         except (StoreError, ValueError, TypeError) as exc:   # the record itself: it will fail again
             self._reject(msg.observation_id, f"{getattr(exc, 'kind', type(exc).__name__)}: {exc}")
@@ -289,7 +291,7 @@ class MemoryNode(ManagedNode):
         merge = f"merge:{msg.absorbed_id}>{msg.surviving_id}"   # perception keeps it until acknowledged
         try:
             moved = self.store.merge_identities(self._identity_id(msg.absorbed_id), self._identity_id(msg.surviving_id))
-        except StoreWriteError as exc:
+        except (StoreWriteError, StoreConfigError) as exc:   # kept by perception, sent again
             self.health.drop("store_write_error", f"identity merge {merge}: {exc}")
             return
         except Exception as exc:  # noqa: BLE001 - an invalid merge will not become valid
@@ -311,7 +313,7 @@ class MemoryNode(ManagedNode):
             journalled = self.store.relabel_sightings([(msg.kind, self._identity_id(msg.source_id),
                                                         self._identity_id(msg.target_id),
                                                         [int(i) for i in msg.sighting_ids])])
-        except StoreWriteError as exc:
+        except (StoreWriteError, StoreConfigError) as exc:
             self.health.drop("store_write_error", f"identity change {msg.change_id}: {exc}")
             return
         except Exception as exc:  # noqa: BLE001 - an invalid change will not become valid

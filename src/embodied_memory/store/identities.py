@@ -195,11 +195,13 @@ class IdentitiesMixin:
             ids = [r[0] for r in conn.execute("SELECT id FROM sightings WHERE identity_id=?", (absorbed,))]
             moved = self._expect_rows(conn.execute("UPDATE sightings SET identity_id=? WHERE identity_id=?",
                                                    (survivor, absorbed)), len(ids), f"merging {absorbed}").rowcount
-            for rid, persons in conn.execute("SELECT id, persons FROM observations WHERE id IN "
-                                             "(SELECT obs FROM sightings WHERE identity_id=?)", (survivor,)).fetchall():
-                people = list(dict.fromkeys(survivor if p == absorbed else p for p in (persons or "").split(",") if p))
-                self._expect_rows(conn.execute("UPDATE observations SET persons=? WHERE id=?", (",".join(people), rid)),
-                                  1, f"merging {absorbed}")
+            for rid, persons in conn.execute("SELECT id, persons FROM observations WHERE id IN "   # those showing
+                                             "(SELECT obs FROM sightings WHERE identity_id=?) AND persons LIKE ?",  # absorbed
+                                             (survivor, f"%{absorbed}%")).fetchall():
+                people = ",".join(dict.fromkeys(survivor if p == absorbed else p for p in (persons or "").split(",") if p))
+                if people != persons:
+                    self._expect_rows(conn.execute("UPDATE observations SET persons=? WHERE id=?", (people, rid)),
+                                      1, f"merging {absorbed}")
             conn.execute("DELETE FROM summaries WHERE identity_id IN (?, ?)", (absorbed, survivor))
             conn.execute("DELETE FROM identities WHERE identity_id=?", (absorbed,))
             conn.execute("UPDATE identity_aliases SET identity_id=? WHERE identity_id=?", (survivor, absorbed))

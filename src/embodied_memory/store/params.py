@@ -14,6 +14,7 @@ from .vector_index import APPROXIMATE_INDEXES
 
 BACKENDS = ("sqlite_faiss", "postgres", "milvus")
 ROBOT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,63}$")   # a PostgreSQL role name; no '.' (it ends an identity prefix)
+TAG_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")        # robot_id on an embedded memory: a tag on its records
 
 
 def check_postgres_url(url: str) -> None:
@@ -65,8 +66,9 @@ class StoreParams:
             raise ValueError(f"backend: unknown '{self.backend}' ({' | '.join(BACKENDS)})")
         if self.backend == "postgres":
             check_postgres_url(self.postgres_url)
-        if self.robot_id and not ROBOT_ID_RE.match(self.robot_id):
-            raise ValueError(f"robot_id: {self.robot_id!r} must be 'auto' or 1-63 chars of [A-Za-z0-9_-]")
+        if self.robot_id and not (ROBOT_ID_RE if self.backend == "postgres" else TAG_RE).match(self.robot_id):
+            raise ValueError(f"robot_id: {self.robot_id!r} must be 'auto' or 1-63 chars of [A-Za-z0-9_-]"
+                             + ("" if self.backend == "postgres" else " (or '.')"))
         if self.postgres_connect_timeout_s <= 0:
             raise ValueError("postgres_connect_timeout_s: must be > 0")
         for name in ("text_dim", "image_dim", "face_dim", "reid_dim", "max_description_chars",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import decimal
 import functools
+import logging
 import os
 import re
 import sqlite3
@@ -256,7 +257,7 @@ def _as_sqlite_error(exc: Exception) -> Exception:
     if isinstance(exc, psycopg.DataError):
         return sqlite3.DataError(message)
     if isinstance(exc, (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled,
-                        psycopg.errors.IdleInTransactionSessionTimeout)):
+                        psycopg.errors.IdleInTransactionSessionTimeout, psycopg.errors.InFailedSqlTransaction)):
         return sqlite3.OperationalError(f"{BUSY}: {message}")          # a write fault: kept and retried
     if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
         return sqlite3.OperationalError(f"{UNREACHABLE}: {message}")
@@ -299,9 +300,14 @@ class PgConnection:
 
     def execute(self, sql: str, params: Sequence = ()) -> Cursor:
         import psycopg
+        from psycopg.pq import TransactionStatus
         statement, returns_id = translate(sql, self._schema, bool(params))
         if not statement:
             return Cursor([], None, 0)
+        if self._pg.info.transaction_status == TransactionStatus.INERROR and statement != "ROLLBACK":
+            # a failed transaction nobody rolled back would refuse every later statement
+            logging.getLogger(__name__).warning("rolling back a failed transaction left open")
+            self._pg.execute("ROLLBACK")
         try:
             with self._pg.cursor() as cur:
                 cur.execute(statement, _bound(statement, params) if params else None)

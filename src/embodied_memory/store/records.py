@@ -175,8 +175,8 @@ class RecordsMixin:
         conn = self._conn()
         with self._write_lock:
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                try:       # (a BEGIN that fails half way -- the fleet's lock not given in time -- is rolled back too)
+                    conn.execute("BEGIN IMMEDIATE")
                     yield conn
                     conn.execute("COMMIT")
                 except BaseException:
