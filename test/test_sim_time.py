@@ -367,6 +367,9 @@ def test_today_is_the_replayed_bags_day(tmp_path, ros_context):
         stats = lambda: call(node, GetMemoryStats, "/memory/stats", GetMemoryStats.Request()).stats  # noqa: E731
         wait_until(lambda: stats().observations >= 1, 120, what="the bag's keyframes stored")
         answer = _ask(node, "What did you see at the dock today?")
+        if answer.error == NO_CLOCK_YET:      # (as above: the agent joined after the replay's /clock ended)
+            _replay(bag, stack)
+            answer = _ask(node, "What did you see at the dock today?")
         assert answer.status == "ok", (answer, stack.log()[-3000:])
         assert answer.evidence_ids and all(e.startswith("sim_day/") for e in answer.evidence_ids), answer.evidence_ids
         assert day_of(from_time_msg(answer.time)) == PAST_DAY
@@ -388,6 +391,9 @@ def test_who_did_you_see_today_on_a_replayed_day_with_people(tmp_path, ros_conte
         stats = lambda: call(node, GetMemoryStats, "/memory/stats", GetMemoryStats.Request()).stats  # noqa: E731
         wait_until(lambda: stats().identities >= 2, 180, what="two identities stored")
         answer = _ask(node, "Who did you see today?")
+        if answer.error == NO_CLOCK_YET:      # on a loaded machine the agent may have joined after the replay's
+            _replay(tmp_path / "bag", stack)  # /clock ended: the bag again (its records acknowledged as duplicates)
+            answer = _ask(node, "Who did you see today?")
         assert answer.status == "ok" and len(answer.persons) >= 2, (answer, stack.log()[-3000:])
         wall = _ask(node, "Who did you see today?", as_of=to_time_msg(time.time()))
         assert not wall.persons, wall
