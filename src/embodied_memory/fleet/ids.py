@@ -6,7 +6,8 @@ robots can mint the same.  On a fleet's server the memory node qualifies every i
 observations and episodes as ``<robot_id>/<id>``, identities as ``<robot_id>.<id>`` (the prefix
 row-level security checks), and strips its own prefix from what it tells its perception
 (forgotten identities).  An id that is already qualified (it carries a robot's prefix: an
-identity another robot enrolled, merged into by ``fleet reconcile``) passes unchanged.
+identity another robot enrolled, merged into by ``fleet reconcile``) passes unchanged.  With no
+robot_id (a memory of its own) every id passes unchanged: the node uses one mechanism either way.
 """
 from __future__ import annotations
 
@@ -19,17 +20,19 @@ class FleetIds:
 
     def record(self, local_id: str) -> str:
         """An observation, keyframe or episode id in the fleet's memory."""
-        if not local_id or local_id.startswith(f"{self.robot_id}/"):
+        if not self.robot_id or not local_id or local_id.startswith(f"{self.robot_id}/"):
             return local_id
         return f"{self.robot_id}/{local_id}"
 
     def identity(self, local_id: str) -> str:
         """A person's id in the fleet's memory ("" stays "": no identity)."""
-        if not local_id or "." in local_id:           # qualified already (robot ids hold no '.')
+        if not self.robot_id or not local_id or "." in local_id:   # qualified already (robot ids hold no '.')
             return local_id
         return f"{self.robot_id}.{local_id}"
 
     def local_identity(self, fleet_id: str) -> str | None:
         """This robot's own name for a fleet identity id; None for another robot's."""
+        if not self.robot_id:
+            return fleet_id
         prefix = f"{self.robot_id}."
         return fleet_id[len(prefix):] if fleet_id.startswith(prefix) else None

@@ -96,7 +96,7 @@ class MemoryNode(ManagedNode):
         self._acks = self._forgotten_pub = self._markers_pub = None
         self._warm_up: threading.Thread | None = None
         self._forgotten_sent: set[str] = set()
-        self._fleet_ids: FleetIds | None = None   # a fleet's server: this robot's ids are qualified
+        self._ids = FleetIds("")                   # a fleet's server: this robot's ids, qualified (fleet/ids.py)
         self._failures: dict[str, int] = {}   # observation id -> unexpected insert failures so far
         self._dirty = threading.Event()
         self.start_serving(self.params.autostart)
@@ -119,7 +119,7 @@ class MemoryNode(ManagedNode):
             store_params = dataclasses.replace(store_params, postgres_url=store_params.postgres_url.replace(
                 "{robot_id}", store_params.robot_id))
         self.store = open_store_waiting(store_params, self.get_logger(), image_query_embedder=query_encoder)
-        self._fleet_ids = FleetIds(store_params.robot_id) if self.store.on_server else None
+        self._ids = FleetIds(store_params.robot_id if self.store.on_server else "")
         self.get_logger().info(f"memory store ({p.backend}) at {self.store.location}"
                                f"{' as robot ' + store_params.robot_id if store_params.robot_id else ''}: "
                                f"{self.store.observation_count()} observations")
@@ -180,17 +180,11 @@ class MemoryNode(ManagedNode):
                                       "are not in time order with this robot's; fix NTP/chrony")
         self._clock_skewed, self._clock_offset = skewed, offset
 
-    def _record_id(self, local_id: str) -> str:
-        return self._fleet_ids.record(local_id) if self._fleet_ids is not None else local_id
-
-    def _identity_id(self, local_id: str) -> str:
-        return self._fleet_ids.identity(local_id) if self._fleet_ids is not None else local_id
-
     def _publish_forgotten(self) -> None:
         """Forgotten identities, as this robot's perception names them (on a fleet: its own ids,
         the aliases a reconcile gave another robot's person included)."""
         for fleet_id in self.store.forgotten_identities():
-            identity = fleet_id if self._fleet_ids is None else self._fleet_ids.local_identity(fleet_id)
+            identity = self._ids.local_identity(fleet_id)
             if identity and identity not in self._forgotten_sent:
                 self._forgotten_pub.publish(IdentityForgotten(stamp=self.get_clock().now().to_msg(),
                                                               identity_id=identity))
@@ -235,18 +229,15 @@ class MemoryNode(ManagedNode):
         except (ValueError, TypeError) as exc:
             self._reject(msg.observation_id, f"malformed: {exc}")
             return
-        local_id = obs.observation_id
-        if self._fleet_ids is not None:      # a fleet's memory: this robot's ids, qualified (fleet/ids.py)
-            ids = self._fleet_ids
-            obs.observation_id, obs.keyframe_id, obs.episode_id = (ids.record(obs.observation_id),
-                                                                   ids.record(obs.keyframe_id), ids.record(obs.episode_id))
-            for sighting in obs.people:
-                sighting.identity_id = ids.identity(sighting.identity_id)
+        local_id, ids = obs.observation_id, self._ids
+        obs.observation_id, obs.keyframe_id, obs.episode_id = (ids.record(obs.observation_id),
+                                                               ids.record(obs.keyframe_id), ids.record(obs.episode_id))
+        for sighting in obs.people:
+            sighting.identity_id = ids.identity(sighting.identity_id)
         try:
             result = insert_with_images(self.store, [obs])
-        except (StoreWriteError, StoreConfigError) as exc:   # not acknowledged: the sender keeps it and sends it
-            self.health.drop(f"store_{'write' if isinstance(exc, StoreWriteError) else 'login'}_error",  # again
-                             f"observation {msg.observation_id!r}: {exc}")
+        except (StoreWriteError, StoreConfigError) as exc:   # not acknowledged: the sender keeps it, sends it again
+            self.health.drop("store_write_error", f"observation {msg.observation_id!r}: {exc}")
             return
         except (StoreError, ValueError, TypeError) as exc:   # the record itself: it will fail again
             self._reject(msg.observation_id, f"{getattr(exc, 'kind', type(exc).__name__)}: {exc}")
@@ -281,7 +272,7 @@ class MemoryNode(ManagedNode):
     def _on_episode_map(self, msg: EpisodeMap) -> None:
         try:
             values, resolution, origin = grid_from_msg(msg.map)
-            self.store.save_occupancy_map(self._record_id(msg.episode_id), values, resolution, origin)
+            self.store.save_occupancy_map(self._ids.record(msg.episode_id), values, resolution, origin)
         except (StoreError, ValueError) as exc:
             self.health.drop("episode_map_rejected", f"the map of episode {msg.episode_id!r}: {exc}")
             return
@@ -290,7 +281,7 @@ class MemoryNode(ManagedNode):
     def _on_merge(self, msg: IdentityMerge) -> None:
         merge = f"merge:{msg.absorbed_id}>{msg.surviving_id}"   # perception keeps it until acknowledged
         try:
-            moved = self.store.merge_identities(self._identity_id(msg.absorbed_id), self._identity_id(msg.surviving_id))
+            moved = self.store.merge_identities(self._ids.identity(msg.absorbed_id), self._ids.identity(msg.surviving_id))
         except (StoreWriteError, StoreConfigError) as exc:   # kept by perception, sent again
             self.health.drop("store_write_error", f"identity merge {merge}: {exc}")
             return
@@ -310,8 +301,8 @@ class MemoryNode(ManagedNode):
             self._acks.send(msg.change_id, Ack.REJECTED, f"unknown kind {msg.kind!r} (split | merge | assign)")
             return
         try:
-            journalled = self.store.relabel_sightings([(msg.kind, self._identity_id(msg.source_id),
-                                                        self._identity_id(msg.target_id),
+            journalled = self.store.relabel_sightings([(msg.kind, self._ids.identity(msg.source_id),
+                                                        self._ids.identity(msg.target_id),
                                                         [int(i) for i in msg.sighting_ids])])
         except (StoreWriteError, StoreConfigError) as exc:
             self.health.drop("store_write_error", f"identity change {msg.change_id}: {exc}")
