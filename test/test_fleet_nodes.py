@@ -79,3 +79,66 @@ def test_two_namespaced_robots_share_one_memory_and_answer_with_the_robot_that_s
     finally:
         for stack in stacks.values():
             assert stack.stop() == 0, stack.log()
+
+
+def test_a_robot_whose_server_is_away_keeps_acknowledging_answers_from_its_outbox_then_sends_it(
+        fleet_server, fleet_database, ros_context, tmp_path):
+    from embodied_memory.nodes.delivery import ack_qos
+    from embodied_memory_interfaces.msg import Ack
+    path = tmp_path / "spot1.yaml"
+    path.write_text(f"""nodes:
+  memory:
+    executable: memory_node
+    parameters: {{backend: postgres, postgres_url: "{fleet_database}", data_dir: "{tmp_path / 'spot1'}",
+                  text_embedder: hash, image_dim: 16, face_dim: 8, reid_dim: 8, fleet_poll_s: 0.5}}
+""")
+    stack = LaunchedStack(path, tmp_path / "spot1.log", "--namespace", "spot1")
+    node = Node("tester", context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    acked = set()
+    node.create_subscription(Ack, "/spot1/memory/acks", lambda m: acked.add((m.id, m.status)), ack_qos())
+    pub = node.create_publisher(ObservationMsg, "/spot1/memory/observations",
+                                QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+
+    def send(i, person=""):
+        local = observation("spot1", i, T0 + 60 * i, person=person)
+        local.observation_id, local.episode_id = f"run_1/{i}", "run_1"
+        pub.publish(observation_to_msg(local))
+        wait_until(lambda: executor.spin_once(timeout_sec=0.1) or (f"run_1/{i}", Ack.STORED) in acked, 40,
+                   what=f"observation {i} acknowledged")
+
+    def ask():
+        return call_service(QueryMemory, "memory/query", QueryMemory.Request(
+            tool="person_observations", arguments_json=json.dumps({"person": "spot1.person_0001"})), 30.0,
+            namespace="spot1")
+    try:
+        wait_until(lambda: pub.get_subscription_count() > 0, 30, what="spot1's memory node")
+        send(1)
+        fleet_server.kill()                                   # the link to the server goes
+        try:
+            send(2, "person_0001")                            # acknowledged all the same: kept on the robot
+            send(3, "person_0001")
+            res = ask()
+            assert res.success, res.error
+            assert sorted(r["id"] for r in json.loads(res.result_json)) == ["spot1/run_1/2", "spot1/run_1/3"]
+            assert "stale" in res.notice and "2 observations" in res.notice
+        finally:
+            fleet_server.start()
+        operator = open_store(StoreParams(backend="postgres", postgres_url=fleet_database,
+                                          data_dir=str(tmp_path / "op"), text_embedder="hash", image_dim=16,
+                                          face_dim=8, reid_dim=8))
+        try:
+            def counts():
+                return dict(operator._conn().execute(
+                    "SELECT observation_id, COUNT(*) FROM observations GROUP BY observation_id").fetchall())
+            wait_until(lambda: len(counts()) == 3, 60, what="the outbox sent to the server")
+            assert counts() == {"spot1/run_1/1": 1, "spot1/run_1/2": 1, "spot1/run_1/3": 1}
+        finally:
+            operator.close()
+        res = ask()
+        assert res.success and not res.notice and len(json.loads(res.result_json)) == 2
+        assert "keeping them in the outbox" in stack.log() and "handed to the fleet's server" in stack.log()
+    finally:
+        node.destroy_node()
+        assert stack.stop() == 0, stack.log()

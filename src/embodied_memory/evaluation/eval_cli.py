@@ -53,6 +53,10 @@ def add_eval_arguments(p) -> None:
                         "instead of ingesting again: compare planners or scoring without re-ingesting")
     p.add_argument("--horizon", action="store_true",
                    help="long horizon: one psfr memory, questions after each day 1..--days (accuracy, tokens)")
+    p.add_argument("--fleet", action="store_true",
+                   help="the building patrolled by 3 robots at once (one bag each) writing one memory on a fleet "
+                        "server started in OUT/server: accuracy with one robot's records vs the fleet's, identity "
+                        "quality across robots (OUT/fleet.md); rules planner, psfr memory")
     p.add_argument("--questions", default="", help="a public question file (NaVQA CSV/JSON, OpenEQA JSON, "
                                                    "PersonEQA CSV) to replay against --bag")
     p.add_argument("--bag", default="", help="the recording the --questions are about (rosbag2 directory or file)")
@@ -82,6 +86,8 @@ def cmd_eval(args) -> int:
     unknown = [p for p in args.phrasings.split(",") if p not in PHRASING_SETS]
     if unknown and not (args.questions or args.bag):
         raise ConfigError(f"--phrasings: unknown {', '.join(unknown)} ({', '.join(PHRASING_SETS)})")
+    if args.fleet:
+        return _eval_fleet(args)
     if args.seeds:
         return _eval_seeds(args)
     if args.questions or args.bag:
@@ -132,6 +138,20 @@ def _eval_seeds(args) -> int:
             return 1
     print(write_pooled(out, seeds))
     print(f"wrote {out / 'pooled.md'}")
+    return 0
+
+
+def _eval_fleet(args) -> int:
+    """``eval --fleet``: one robot vs three on a shared fleet memory (``fleet_eval.py``)."""
+    if args.world != "building" or args.seeds or args.horizon or args.questions or args.bag or args.path != "library":
+        raise ConfigError("--fleet runs one building world (--seed) on the library path: not with --world small, "
+                          "--seeds, --horizon, --questions, --bag or --path nodes")
+    from .fleet_eval import fleet_config, run_fleet_eval
+    out = Path(args.out)
+    run_fleet_eval(out, fleet_config(args.seed, args.days, args.people, args.visitors), per_type=args.per_type,
+                   phrasings=tuple(args.phrasings.split(",")))
+    print((out / "fleet.md").read_text())
+    print(f"wrote {out / 'fleet.md'} and fleet.json")
     return 0
 
 

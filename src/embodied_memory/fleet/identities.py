@@ -52,10 +52,24 @@ def robot_of(identity_id: str) -> str:
     return head if dot else ""
 
 
-def plan(sightings: list[StoredSighting], names: dict[str, str], kept_apart: set[tuple[str, str]],
-         params: FleetMatchParams = FleetMatchParams()) -> list[FleetMerge]:
-    """The merges ``reconcile`` applies (pure: from stored sightings, display names and the
-    operator's kept-apart pairs)."""
+@dataclass
+class FaceDistances:
+    """Identities with enough clear faces to compare, and their average-linkage face distances
+    across robots (inf within one robot: its own perception's job)."""
+    ids: list[str]
+    dist: np.ndarray
+    keyframes: dict[str, set[int]]
+    first_seen: dict[str, float]
+
+    def pairs(self, below: float = np.inf) -> list[tuple[str, str, float]]:
+        """(a, b, distance) of every cross-robot pair closer than ``below``, nearest first."""
+        n = len(self.ids)
+        out = [(self.ids[a], self.ids[b], float(self.dist[a, b])) for a in range(n) for b in range(a + 1, n)
+               if self.dist[a, b] < below]
+        return sorted(out, key=lambda p: p[2])
+
+
+def face_distances(sightings: list[StoredSighting], params: "FleetMatchParams") -> FaceDistances:
     faces: dict[str, list] = defaultdict(list)
     first_seen: dict[str, float] = {}
     keyframes: dict[str, set[int]] = defaultdict(set)
@@ -67,8 +81,6 @@ def plan(sightings: list[StoredSighting], names: dict[str, str], kept_apart: set
         if s.face_embedding is not None and s.face_box is not None and face_px(s.face_box) >= params.min_face_px:
             faces[s.identity_id].append(unit_vector(s.face_embedding))
     ids = sorted(i for i, f in faces.items() if len(f) >= params.min_faces)
-    if len(ids) < 2:
-        return []
     exemplars = {i: np.stack(faces[i][-params.max_exemplars:]) for i in ids}
     n = len(ids)
     dist = np.full((n, n), np.inf)
@@ -78,6 +90,18 @@ def plan(sightings: list[StoredSighting], names: dict[str, str], kept_apart: set
                 continue
             d = 1.0 - float(np.mean(exemplars[ids[a]] @ exemplars[ids[b]].T))
             dist[a, b] = dist[b, a] = d
+    return FaceDistances(ids, dist, keyframes, first_seen)
+
+
+def plan(sightings: list[StoredSighting], names: dict[str, str], kept_apart: set[tuple[str, str]],
+         params: FleetMatchParams = FleetMatchParams()) -> list[FleetMerge]:
+    """The merges ``reconcile`` applies (pure: from stored sightings, display names and the
+    operator's kept-apart pairs)."""
+    faces = face_distances(sightings, params)
+    ids, dist, keyframes, first_seen = faces.ids, faces.dist, faces.keyframes, faces.first_seen
+    n = len(ids)
+    if n < 2:
+        return []
     merges: list[FleetMerge] = []
     group = {i: i for i in ids}                          # identity -> the survivor it was merged into
 

@@ -30,6 +30,14 @@ class FleetIds:
             return local_id
         return f"{self.robot_id}.{local_id}"
 
+    def qualify(self, obs) -> None:
+        """An observation's ids (its own, keyframe, episode, its sightings' identities) in the
+        fleet's memory, in place."""
+        obs.observation_id, obs.keyframe_id, obs.episode_id = (self.record(obs.observation_id),
+                                                               self.record(obs.keyframe_id), self.record(obs.episode_id))
+        for sighting in obs.people:
+            sighting.identity_id = self.identity(sighting.identity_id)
+
     def local_identity(self, fleet_id: str) -> str | None:
         """This robot's own name for a fleet identity id; None for another robot's."""
         if not self.robot_id:

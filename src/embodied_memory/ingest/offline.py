@@ -91,12 +91,14 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
                selection: SelectionParams = SelectionParams(), episode_id: Optional[str] = None,
                progress: bool = True, describe_segments: bool = False,
                annotate: Optional[Callable[[Observation], None]] = None,
-               on_idle: Optional[Callable[[], None]] = None, idle_s: float = 0.0) -> IngestReport:
+               on_idle: Optional[Callable[[], None]] = None, idle_s: float = 0.0, ids=None) -> IngestReport:
     """Replay ``bag_path`` through selection and perception into ``store`` (a MemoryStore).
     ``annotate`` may edit each observation before it is stored (labelled ablations only, e.g.
     the simulator's ground-truth object descriptions).  ``on_idle`` runs wherever the recording
     shows no keyframe for ``idle_s`` seconds (the robot idle: what a live stack does then, such as
-    perception's attach pass), before the next keyframe is perceived."""
+    perception's attach pass), before the next keyframe is perceived.  ``ids``: a robot's
+    ``fleet.ids.FleetIds`` on a fleet's memory (its records and identities qualified as the
+    memory node qualifies them)."""
     from ..store.image_files import insert_with_images   # params imports this module: store later
     start_wall = time.perf_counter()
     report = IngestReport(bag=str(bag_path))
@@ -141,14 +143,18 @@ def ingest_bag(bag_path: str, store, perception, *, topics: TopicParams = TopicP
             for kf, s in zip(keyframes, selected):
                 kf.segment_id, kf.selection_score = s.segment_id, s.score
             observations = perception.process(keyframes, describe_together=describe_segments)
-            if annotate is not None:
-                for obs in observations:
+            for obs in observations:
+                if ids is not None:
+                    ids.qualify(obs)
+                if annotate is not None:
                     annotate(obs)
             t = time.perf_counter()
             report.stored += len(insert_with_images(store, observations).stored)
             stage["store"] += time.perf_counter() - t
             report.keyframes += len(keyframes)
             for absorbed, survivor in perception.take_merges():
+                if ids is not None:
+                    absorbed, survivor = ids.identity(absorbed), ids.identity(survivor)
                 store.merge_identities(absorbed, survivor)
 
         def posed(frames: list[PosedFrame[Keyframe]]) -> None:

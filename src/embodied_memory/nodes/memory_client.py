@@ -35,6 +35,12 @@ class RosMemoryClient:
                                           callback_group=ReentrantCallbackGroup())
         self.service = service
         self.timeout_s = timeout_s
+        self._notices = threading.local()       # what the memory said beside its results, per asking thread
+
+    def take_notices(self) -> list[str]:
+        """The memory's notices (e.g. a stale fleet view) since the last call, in this thread."""
+        notices, self._notices.items = getattr(self._notices, "items", []), []
+        return list(dict.fromkeys(notices))
 
     def call(self, tool: str, arguments: dict):
         """Arguments are checked against the tool's declaration (store/tool_registry.py) before
@@ -54,6 +60,8 @@ class RosMemoryClient:
         response = future.result()
         if not response.success:
             raise MemoryServiceError(response.error)
+        if response.notice:
+            self._notices.items = getattr(self._notices, "items", []) + [response.notice]
         return json.loads(response.result_json)
 
 

@@ -41,6 +41,7 @@ from ..fleet.ids import FleetIds
 from ..store import open_store
 from ..store.errors import StoreConfigError, StoreError, StoreWriteError
 from ..store.image_files import insert_with_images, sweep_partial_images
+from ..store.outbox import Outbox
 from .common import forgotten_qos, node_options, node_params, robot_id_of, run_node, service_qos, to_time_msg
 from .conversions import grid_from_msg, observation_from_msg
 from .delivery import AckPublisher
@@ -84,6 +85,7 @@ class MemoryNode(ManagedNode):
         self.health = h = NodeHealth(self)
         h.gauges["observations_stored_total"] = lambda: self.store.observation_count() if self.store else "n/a"
         h.gauges["store_bytes_on_disk"] = lambda: self.store.bytes_on_disk() if self.store else "n/a"
+        h.gauges["fleet_outbox_pending"] = lambda: len(self._outbox) if self._outbox is not None else "n/a"
         h.gauges["fleet_clock_offset_s"] = lambda: round(self._clock_offset, 3) if self._clock_offset is not None \
             else "n/a"                         # a fleet's server: its clock minus this one (fleet_poll_s)
         self._clock_offset: float | None = None
@@ -97,6 +99,8 @@ class MemoryNode(ManagedNode):
         self._warm_up: threading.Thread | None = None
         self._forgotten_sent: set[str] = set()
         self._ids = FleetIds("")                   # a fleet's server: this robot's ids, qualified (fleet/ids.py)
+        self._outbox: Outbox | None = None         # a fleet's server: what it could not take yet (store/outbox.py)
+        self._server_away = False                  # observations go to the outbox
         self._failures: dict[str, int] = {}   # observation id -> unexpected insert failures so far
         self._dirty = threading.Event()
         self.start_serving(self.params.autostart)
@@ -120,6 +124,8 @@ class MemoryNode(ManagedNode):
                 "{robot_id}", store_params.robot_id))
         self.store = open_store_waiting(store_params, self.get_logger(), image_query_embedder=query_encoder)
         self._ids = FleetIds(store_params.robot_id if self.store.on_server else "")
+        if self.store.on_server and self._outbox is None:   # the server away: observations kept here, in order
+            self._outbox = Outbox(store_params.data_dir, store_params)
         self.get_logger().info(f"memory store ({p.backend}) at {self.store.location}"
                                f"{' as robot ' + store_params.robot_id if store_params.robot_id else ''}: "
                                f"{self.store.observation_count()} observations")
@@ -168,8 +174,40 @@ class MemoryNode(ManagedNode):
                                                                                  "fleet poll"),
                                                        callback_group=self._fleet_group, clock=steady_clock())))
 
+    def _to_outbox(self, obs, local_id: str, why: str) -> None:
+        """Keep an observation the server cannot take now in the outbox (durably), then acknowledge it."""
+        try:
+            self._outbox.put(obs)
+        except StoreWriteError as exc:                     # this robot's disk too: not acknowledged, resent
+            self.health.drop("store_write_error", f"observation {local_id!r}: {why}; outbox: {exc}")
+            return
+        if not self._server_away:
+            self._server_away = True
+            self.get_logger().warning(f"the fleet's server cannot take observations ({why}); keeping them in the "
+                                      f"outbox at {self._outbox.folder} until it answers")
+        self._acks.send(local_id, Ack.STORED)
+        self.health.count("observations_to_outbox")
+
+    def _flush_outbox(self) -> None:
+        """What waits in the outbox to the server, oldest first (the rest stays if it is still away)."""
+        if self._outbox is None or not len(self._outbox):
+            return
+        try:
+            sent = self._outbox.flush(self.store)
+        except StoreWriteError as exc:
+            self.get_logger().info(f"outbox: {len(self._outbox)} observations wait; the server: {exc}",
+                                   throttle_duration_sec=60.0)
+            return
+        if not len(self._outbox):
+            self.get_logger().info(f"outbox: {sent} observations handed to the fleet's server; the fleet's view "
+                                   "is current again")
+            self._server_away = False
+        self._dirty.set()
+
     def _fleet_poll(self) -> None:
-        """A fleet's server: forgets made elsewhere, files to remove here, this clock against the server's."""
+        """A fleet's server: the outbox sent, forgets made elsewhere, files to remove here, this clock against
+        the server's."""
+        self._flush_outbox()
         self._publish_forgotten()
         self.store.remove_files_handed_over()   # images of records an operator deleted, kept on this robot
         offset = self.store.server_clock_offset_s()
@@ -208,6 +246,9 @@ class MemoryNode(ManagedNode):
         store, self.store = self.store, None
         if store is not None:
             store.close()
+        outbox, self._outbox = self._outbox, None
+        if outbox is not None:
+            outbox.close()
 
     def _gated(self, callback, refuse: bool = False):
         """``callback`` only while active: an input is then not acknowledged (its sender sends it
@@ -229,14 +270,20 @@ class MemoryNode(ManagedNode):
         except (ValueError, TypeError) as exc:
             self._reject(msg.observation_id, f"malformed: {exc}")
             return
-        local_id, ids = obs.observation_id, self._ids
-        obs.observation_id, obs.keyframe_id, obs.episode_id = (ids.record(obs.observation_id),
-                                                               ids.record(obs.keyframe_id), ids.record(obs.episode_id))
-        for sighting in obs.people:
-            sighting.identity_id = ids.identity(sighting.identity_id)
+        local_id = obs.observation_id
+        self._ids.qualify(obs)
+        if self._outbox is not None and len(self._outbox):    # older ones wait to be sent: keep their order
+            self._to_outbox(obs, local_id, "older observations wait in the outbox")
+            return
         try:
             result = insert_with_images(self.store, [obs])
-        except (StoreWriteError, StoreConfigError) as exc:   # not acknowledged: the sender keeps it, sends it again
+        except StoreWriteError as exc:
+            if self._outbox is not None:                       # the fleet's server away: kept on this robot
+                self._to_outbox(obs, local_id, str(exc))
+            else:                                              # not acknowledged: the sender keeps it, resends it
+                self.health.drop("store_write_error", f"observation {msg.observation_id!r}: {exc}")
+            return
+        except StoreConfigError as exc:   # not acknowledged: the sender keeps it, sends it again
             self.health.drop("store_write_error", f"observation {msg.observation_id!r}: {exc}")
             return
         except (StoreError, ValueError, TypeError) as exc:   # the record itself: it will fail again
@@ -322,7 +369,17 @@ class MemoryNode(ManagedNode):
             arguments = json.loads(request.arguments_json or "{}")
         except (ValueError, RecursionError) as exc:
             raise StoreError(f"arguments_json is not JSON: {exc}", kind="InvalidArgumentError") from exc
-        result = self.store.call_tool(request.tool, arguments)
+        try:
+            result = self.store.call_tool(request.tool, arguments)
+        except StoreError as exc:
+            view = self._outbox.view() if self._outbox is not None and exc.kind != "InvalidArgumentError" \
+                and len(self._outbox) else None
+            if view is None:
+                raise
+            result = view.call_tool(request.tool, arguments)   # the server away: what this robot has not sent
+            response.notice = (f"the fleet's memory is not reachable ({exc}); answered from the "
+                               f"{len(self._outbox)} observations this robot has not sent yet: the fleet's view "
+                               "is stale")
         response.result_json = json.dumps(result, default=str, allow_nan=False)
         response.success = True
         return response

@@ -48,7 +48,7 @@ class QueryAgentNode(Node):
         super().__init__("query_agent", **node_options(kwargs))
         self.params = node_params(self, QueryAgentNodeParams)
         agent_params = AgentParams(**{k: getattr(self.params, k) for k in AgentParams.__dataclass_fields__})
-        memory = RosMemoryClient(self, self.params.memory_query_service, self.params.memory_timeout_s)
+        self.memory = memory = RosMemoryClient(self, self.params.memory_query_service, self.params.memory_timeout_s)
         self.navigator = None
         if self.params.navigation_action:
             from .navigation_client import NavigateClient
@@ -172,8 +172,13 @@ class QueryAgentNode(Node):
         as_of = self.question_time(request.as_of)
         if as_of is None:   # only under use_sim_time before the first /clock: never the wall clock
             return Answer(status=STATUS_ERROR, planner=request.planner or self.params.planner, error=NO_CLOCK_YET)
-        return self.agent.ask(request.question, as_of=as_of, planner=request.planner, timeout_s=remaining,
-                              hooks=self.ask_hooks)
+        self.memory.take_notices()
+        answer = self.agent.ask(request.question, as_of=as_of, planner=request.planner, timeout_s=remaining,
+                                hooks=self.ask_hooks)
+        notices = self.memory.take_notices()
+        if notices and answer.text:          # e.g. a fleet robot without its server: the answer may be stale
+            answer.text = f"{answer.text} (Note: {'; '.join(notices)}.)"
+        return answer
 
     def question_time(self, as_of_msg):
         """The time a question is asked at: its ``as_of``, else now (None: no clock yet)."""

@@ -250,77 +250,106 @@ def _faces(cfg: BuildingConfig, names: list[str], rng: np.random.Generator) -> t
     return [portraits[i] for i in rng.choice(len(portraits), size=len(names), replace=False)], {}
 
 
+@dataclass
+class BuildingSim:
+    """One simulated building (people, schedules, faces, objects, the renderer) that one or
+    more robots sense: ``render`` writes one robot's bag and its frames into a truth."""
+    cfg: "BuildingConfig"
+    rng: np.random.Generator
+    schedule: Schedule
+    placements: list[dict]
+    env: BuildingWorld
+    truth: GroundTruth           # everything but the robots' frames and patrols
+
+    @classmethod
+    def build(cls, cfg: "BuildingConfig") -> "BuildingSim":
+        """``cfg.waits``: every robot's waits (a meeting is held in each waited-in room)."""
+        rng = np.random.default_rng(cfg.seed)
+        day_starts = [day_start(cfg, d) for d in range(cfg.days)]
+        schedule: Schedule = make_schedule(day_starts, cfg.people, cfg.visitors, cfg.seed, cfg.waits)
+        names = list(schedule.people)
+        portraits, faces = _faces(cfg, names, rng)
+        placements = object_days(cfg)
+        env = BuildingWorld(list(zip(names, portraits)), seed=cfg.seed, width=cfg.width, height=cfg.height,
+                            objects=OBJECTS, days=cfg.days)
+        truth = GroundTruth(
+            config={**asdict(cfg), "world": "building"}, faces=faces, day_starts=day_starts,
+            rooms=rooms_truth(ROOMS, SHARED_ROOMS),
+            people={n: {"visitor": p.visitor, "home": p.home, "portrait": str(portrait),
+                        "outfits": [asdict(o) for o in outfits]}
+                    for (n, p), portrait, outfits in zip(schedule.people.items(), portraits, env.outfits)},
+            stays=[s.to_dict() for s in sorted(schedule.stays, key=lambda s: (s.start, s.person))],
+            objects=[{name: {"room": p["room"], "position": [p["xz"][0], -p["xz"][1]]} for name, p in day.items()}
+                     for day in placements])
+        return cls(cfg, rng, schedule, placements, env, truth)
+
+    def render(self, activities: list[_Activity], bag_dir: Path, progress: bool = True,
+               robot: str = "") -> list[dict]:
+        """Write ``bag_dir`` (MCAP) of one robot's ``activities``; its ground-truth frames
+        (each with ``robot`` when one is named)."""
+        from ..ingest.bag_writer import BagWriter
+        cfg, env, schedule, placements = self.cfg, self.env, self.schedule, self.placements
+        day_starts = self.truth.day_starts
+        object_entities = {object_name(kind, colour): ent for kind, colour, ent in env.objects}
+        fx = cfg.height / 2 / math.tan(math.radians(env.agent.cam_fov_y / 2))
+        half_fov = math.atan(cfg.width / 2 / fx)
+        if bag_dir.exists():          # left by an interrupted run (the truth is written last)
+            shutil.rmtree(bag_dir)
+        bag_dir.parent.mkdir(parents=True, exist_ok=True)
+        bar = progress_bar(total=sum(len(a.frames) for a in activities),
+                           desc=f"simulating the building{' for ' + robot if robot else ''}", unit="frame",
+                           disable=not progress)
+        frames, day = [], -1
+        with BagWriter(bag_dir) as bag:
+            for activity in activities:
+                for t, pose in activity.frames:
+                    while day + 1 < len(day_starts) and t >= day_starts[day + 1]:
+                        day += 1
+                        env.dress(day)
+                        for name, placed in placements[day].items():
+                            object_entities[name].pos = np.array([placed["xz"][0], 0.0, placed["xz"][1]])
+                    robot_pose = (pose.x, pose.z, pose.heading)
+                    where = {}
+                    for i, person in enumerate(env.people):
+                        at = schedule.position_at(person.name, t)
+                        if at is None:
+                            person.entity.pos = np.array([PARKED[0] + 3 * i, 0.0, PARKED[1]])
+                            continue
+                        where[person.name] = at
+                        person.entity.pos = np.array([at[0], 0.0, at[1]])
+                        person.entity.dir = math.atan2(-(pose.z - at[1]), pose.x - at[0])   # people look at the robot
+                    seen = sightings(robot_pose, where, half_fov, fx, cfg.width)
+                    robot_room = room_of(pose.x, pose.z)
+                    objects_seen = {name: p["room"] for name, p in placements[day].items()
+                                    if in_view(robot_pose, tuple(p["xz"]), half_fov, max_dist=5.0, min_dist=1.8)}
+                    env.agent.pos = np.array([pose.x, 0.0, pose.z])
+                    env.agent.dir = pose.heading
+                    rgb = env.render_obs()
+                    depth = None
+                    if cfg.depth_scale:
+                        full = env.obs_fb.get_depth_map(0.04, 100.0)[..., 0]
+                        depth = cv2.resize(full, (cfg.width // cfg.depth_scale, cfg.height // cfg.depth_scale),
+                                           interpolation=cv2.INTER_NEAREST)
+                    bag.frame(t, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), pose.x, -pose.z, pose.heading,
+                              waypoint=pose.waypoint, fx=fx, depth=depth)
+                    frames.append({"t": t, "robot": [round(pose.x, 3), round(-pose.z, 3), round(pose.heading, 3)],
+                                   "waypoint": pose.waypoint, "room": robot_room, "visible": list(seen),
+                                   "present": [n for n, w in where.items() if w[2] == robot_room], "seen": seen,
+                                   "objects": objects_seen, **({"robot_id": robot} if robot else {})})
+                    bar.update(1)
+        bar.close()
+        return frames
+
+
 def generate_building_episode(cfg: BuildingConfig, out_dir: Path, progress: bool = True) -> GroundTruth:
     """Write ``out_dir/bag`` (MCAP) and ``out_dir/ground_truth.json``."""
-    from ..ingest.bag_writer import BagWriter
-    rng = np.random.default_rng(cfg.seed)
-    day_starts = [day_start(cfg, d) for d in range(cfg.days)]
-    schedule: Schedule = make_schedule(day_starts, cfg.people, cfg.visitors, cfg.seed, cfg.waits)
-    names = list(schedule.people)
-    portraits, faces = _faces(cfg, names, rng)
-    activities = plan_robot(cfg, rng)
-    placements = object_days(cfg)
-    env = BuildingWorld(list(zip(names, portraits)), seed=cfg.seed, width=cfg.width, height=cfg.height,
-                        objects=OBJECTS, days=cfg.days)
-    truth = GroundTruth(
-        config={**asdict(cfg), "world": "building"}, faces=faces, day_starts=day_starts,
-        rooms=rooms_truth(ROOMS, SHARED_ROOMS),
-        people={n: {"visitor": p.visitor, "home": p.home, "portrait": str(portrait),
-                    "outfits": [asdict(o) for o in outfits]}
-                for (n, p), portrait, outfits in zip(schedule.people.items(), portraits, env.outfits)},
-        stays=[s.to_dict() for s in sorted(schedule.stays, key=lambda s: (s.start, s.person))],
-        objects=[{name: {"room": p["room"], "position": [p["xz"][0], -p["xz"][1]]} for name, p in day.items()}
-                 for day in placements],
-        patrols=[a.span for a in activities])
-    object_entities = {object_name(kind, colour): ent for kind, colour, ent in env.objects}
-    fx = cfg.height / 2 / math.tan(math.radians(env.agent.cam_fov_y / 2))
-    half_fov = math.atan(cfg.width / 2 / fx)
+    sim = BuildingSim.build(cfg)
+    activities = plan_robot(cfg, sim.rng)
+    truth = sim.truth
+    truth.patrols = [a.span for a in activities]
     out_dir.mkdir(parents=True, exist_ok=True)
-    if (out_dir / "bag").exists():          # left by an interrupted run (the truth is written last)
-        shutil.rmtree(out_dir / "bag")
-    bar = progress_bar(total=sum(len(a.frames) for a in activities), desc="simulating the building", unit="frame",
-                       disable=not progress)
-    day = -1
-    with BagWriter(out_dir / "bag") as bag:
-        for activity in activities:
-            for t, pose in activity.frames:
-                while day + 1 < len(day_starts) and t >= day_starts[day + 1]:
-                    day += 1
-                    env.dress(day)
-                    for name, placed in placements[day].items():
-                        object_entities[name].pos = np.array([placed["xz"][0], 0.0, placed["xz"][1]])
-                robot = (pose.x, pose.z, pose.heading)
-                where = {}
-                for i, person in enumerate(env.people):
-                    at = schedule.position_at(person.name, t)
-                    if at is None:
-                        person.entity.pos = np.array([PARKED[0] + 3 * i, 0.0, PARKED[1]])
-                        continue
-                    where[person.name] = at
-                    person.entity.pos = np.array([at[0], 0.0, at[1]])
-                    person.entity.dir = math.atan2(-(pose.z - at[1]), pose.x - at[0])   # people look at the robot
-                seen = sightings(robot, where, half_fov, fx, cfg.width)
-                robot_room = room_of(pose.x, pose.z)
-                objects_seen = {name: p["room"] for name, p in placements[day].items()
-                                if in_view(robot, tuple(p["xz"]), half_fov, max_dist=5.0, min_dist=1.8)}
-                env.agent.pos = np.array([pose.x, 0.0, pose.z])
-                env.agent.dir = pose.heading
-                rgb = env.render_obs()
-                depth = None
-                if cfg.depth_scale:
-                    full = env.obs_fb.get_depth_map(0.04, 100.0)[..., 0]
-                    depth = cv2.resize(full, (cfg.width // cfg.depth_scale, cfg.height // cfg.depth_scale),
-                                       interpolation=cv2.INTER_NEAREST)
-                bag.frame(t, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), pose.x, -pose.z, pose.heading,
-                          waypoint=pose.waypoint, fx=fx, depth=depth)
-                truth.frames.append({"t": t, "robot": [round(pose.x, 3), round(-pose.z, 3), round(pose.heading, 3)],
-                                     "waypoint": pose.waypoint, "room": robot_room, "visible": list(seen),
-                                     "present": [n for n, w in where.items() if w[2] == robot_room], "seen": seen,
-                                     "objects": objects_seen})
-                bar.update(1)
-    bar.close()
-    env.close()
+    truth.frames = sim.render(activities, out_dir / "bag", progress)
+    sim.env.close()
     truth.save(out_dir / "ground_truth.json")
     log.info("building episode: %d frames, %d stays -> %s", len(truth.frames), len(truth.stays), out_dir)
     return truth
-

@@ -231,7 +231,8 @@ def _visible(robot: tuple[float, float, float], target: tuple[float, float], max
     return min_dist < dist < max_dist and off < HALF_HFOV and _line_of_sight((x, z), target)
 
 
-GENERATOR_MODULES = ("world.py", "floor_plans.py", "episode.py", "building.py", "schedules.py", "building_episode.py")
+GENERATOR_MODULES = ("world.py", "floor_plans.py", "episode.py", "building.py", "schedules.py", "building_episode.py",
+                     "fleet_episode.py")
 
 
 def generator_sources_hash() -> str:
@@ -250,7 +251,10 @@ def _world(cfg):
     """(cache prefix, generator, description, key extras) of a config's world."""
     if isinstance(cfg, EpisodeConfig):
         return "office", generate_episode, "the office: ", {"generator": GENERATOR_VERSION}
-    from . import building_episode
+    from . import building_episode, fleet_episode
+    if isinstance(cfg, fleet_episode.FleetConfig):
+        return ("fleet", fleet_episode.generate_fleet_episode, f"the building with {len(cfg.robots)} robots: ",
+                {"generator": building_episode.GENERATOR_VERSION, "world": "building"})
     if not isinstance(cfg, building_episode.BuildingConfig):
         raise TypeError(f"cached_episode: an EpisodeConfig or a BuildingConfig, not {type(cfg).__name__}")
     return ("building", building_episode.generate_building_episode, f"the building: {cfg.visitors} visitor(s), ",

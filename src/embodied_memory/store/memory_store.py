@@ -38,6 +38,7 @@ from .identities import IdentitiesMixin, _name_pattern, scrub_identity
 from .index_lifecycle import IndexLifecycleMixin, milvus_credentials
 from .migrations import migrate, migrate_server
 from .params import StoreParams
+from .postgres import BUSY, UNREACHABLE
 from .recency import RecencyScore
 from .records import (_ID_RE, _MAX_TEXT_FIELD, _SCHEMA, _WRITE_FAULT_ERRNOS, _WRITE_FAULT_TEXT, PLACE_RADIUS_M,
                       RecordsMixin, _blob, _is_write_fault, _nearest_waypoint, _unblob, _unit, _utf8)
@@ -164,6 +165,11 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearc
             return getattr(self, name)(**args)
         except StoreError:
             raise
+        except sqlite3.OperationalError as exc:
+            if str(exc).startswith((UNREACHABLE, BUSY)):   # a fleet's server away: said once, no traceback
+                raise StoreError(f"{name}: {exc}", kind="ServerUnreachable") from exc
+            log.exception("tool %s failed", name)
+            raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
         except Exception as exc:  # noqa: BLE001 - no request may take the store down
             log.exception("tool %s failed", name)
             raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
