@@ -201,3 +201,35 @@ def test_a_short_building_episode(tmp_path):
                 found += any(abs((f.box[0] + f.box[2]) / 2 - seen["u"]) < 30 for f in faces)
     assert images == len(truth.frames)
     assert checked >= 20 and found >= 0.9 * checked, (found, checked)
+
+
+def test_the_building_patrolled_by_a_fleet(tmp_path):
+    """Two robots in one building (sim/fleet_episode.py): one bag each, the same people and
+    schedule as the one-robot world of that seed, the fleet's truth their frames in time order,
+    each stamp naming one robot's frame."""
+    from embodied_memory.ingest.bag_reader import Bag
+    from embodied_memory.sim.building_episode import BuildingSim
+    from embodied_memory.sim.fleet_episode import FleetConfig, FleetRobot, generate_fleet_episode
+    from embodied_memory.sim.naming import frames_by_time
+    cfg = FleetConfig(seed=3, robots=(FleetRobot("spot1", ("north",), (10.0,), (("kitchen", 12.0, 5),)),
+                                      FleetRobot("spot2", ("south",), (10.0,))))
+    truth = generate_fleet_episode(cfg, tmp_path / "f", progress=False)
+    alone = BuildingSim.build(BuildingConfig(seed=3, waits=(("kitchen", 12.0, 5),)))
+    assert truth.stays == alone.truth.stays and truth.people == alone.truth.people
+    alone.env.close()
+    times = [f["t"] for f in truth.frames]
+    assert times == sorted(times)
+    by_robot = collections.Counter(f["robot_id"] for f in truth.frames)
+    assert set(by_robot) == {"spot1", "spot2"}
+    for robot, n in by_robot.items():
+        with Bag(tmp_path / "f" / robot / "bag") as bag:
+            assert bag.topics["/camera/color/image_raw/compressed"].count == n
+    north = {f["room"] for f in truth.frames if f["robot_id"] == "spot1"}
+    south = {f["room"] for f in truth.frames if f["robot_id"] == "spot2"}
+    assert "kitchen" in north and "lounge" in south and "lounge" not in north and "kitchen" not in south
+    # both patrol at 10:00: their frames interleave, never within naming's 0.01 s of each other
+    both = [f for f in truth.frames if 10 * 3600 - 600 < f["t"] - truth.day_starts[0] < 10 * 3600 + 900]
+    assert {f["robot_id"] for f in both} == {"spot1", "spot2"}
+    assert min(b["t"] - a["t"] for a, b in zip(both, both[1:])) >= 0.09
+    lookup = frames_by_time(truth)
+    assert all(lookup.get(round(f["t"], 3)) is f for f in truth.frames[::25])

@@ -151,7 +151,10 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
             raw.execute(attack)
     for attack in ("INSERT INTO identities(identity_id, display_name, created) VALUES ('spot1.person_0100', '', 1)",
                    "INSERT INTO identities(identity_id, display_name, created) VALUES ('spot10.person_0001', '', 1)",
-                   "INSERT INTO identity_aliases(alias_id, identity_id) VALUES ('spot1.person_0101', 'spot2.x')"):
+                   "INSERT INTO identity_aliases(alias_id, identity_id) VALUES ('spot1.person_0101', 'spot2.x')",
+                   "INSERT INTO identity_changes(t, kind, source, target, sightings) "      # a forged journal entry:
+                   "VALUES (1, 'merge', 'spot1.person_0007', 'spot2.person_0003', '[1]')",  # an undo would move hers
+                   "INSERT INTO occupancy_maps(episode_id, resolution, data) VALUES ('spot1/day1', 0.1, '')"):
         with pytest.raises(sqlite3.DatabaseError, match="row-level security"):
             raw.execute(attack)                                # another robot's range (no prefix wildcards)
     assert raw.execute("UPDATE identities SET display_name='Bob' WHERE identity_id='spot1.person_0007'").rowcount == 0
@@ -310,6 +313,23 @@ def test_an_answer_says_which_robot_saw_the_person(fleet_database, tmp_path):
     agent = QueryAgent(StoreMemoryClient(spot1), AgentParams(planner="rules"))
     answer = agent.ask("Where did you last see alice?", as_of=T0 + 60)
     assert answer.status == "ok" and answer.waypoint == "corridor" and answer.text.endswith("Seen by spot2."), answer
+    spot1.close()
+    spot2.close()
+
+
+def test_an_agent_knows_which_robot_it_answers_for(fleet_database, tmp_path):
+    """"Where are you?" on a fleet's memory: the asking robot's own latest record, not the
+    fleet's latest (another robot's)."""
+    from embodied_memory.agent.query_agent import AgentParams
+    from embodied_memory.agent.tools import StoreMemoryClient, ToolBox
+    from zoneinfo import ZoneInfo
+    spot1, spot2 = fleet_store(fleet_database, tmp_path, "spot1"), fleet_store(fleet_database, tmp_path, "spot2")
+    spot1.insert([observation("spot1", 1, T0 + 10)])
+    spot2.insert([observation("spot2", 2, T0 + 20)])
+    assert AgentParams(robot_id="spot1").robot_id == "spot1"
+    for robot, where in (("spot1", "kitchen"), ("", "corridor")):     # "" (one robot's memory): the latest of any
+        state = ToolBox(StoreMemoryClient(spot1), T0 + 60, ZoneInfo("UTC"), robot=robot).run("current_state", {})
+        assert state["robot_waypoint"] == where, (robot, state)
     spot1.close()
     spot2.close()
 

@@ -54,6 +54,13 @@ def test_two_namespaced_robots_share_one_memory_and_answer_with_the_robot_that_s
         assert [(r["id"], r["episode"], r["robot"]) for r in json.loads(res.result_json)] == \
             [("spot1/run_1/7", "spot1/run_1", "spot1")]          # the fleet's ids: qualified by the robot
         assert "as robot spot1" in stacks["spot1"].log() and "as robot spot2" in stacks["spot2"].log()
+        # the explorer's "not this run" names its run as spot1 knows it: its own run only, not spot2's of that name
+        for ns, found in (("spot1", []), ("spot2", ["spot1/run_1/7"])):
+            res = call_service(QueryMemory, "memory/query", QueryMemory.Request(
+                tool="visual_similarity", arguments_json=json.dumps(
+                    {"embedding": [float(v) for v in local.global_embedding], "k": 3, "exclude_episode": "run_1"})),
+                20.0, namespace=ns)
+            assert res.success and [r["id"] for r in json.loads(res.result_json)] == found, (ns, res)
         # an operator forgets her on the server: spot2's memory node tells spot2's perception
         forgotten = []
         node.create_subscription(IdentityForgotten, "/spot2/memory/forgotten_identities",

@@ -58,6 +58,8 @@ class AgentParams:
     timezone: str = "UTC"
     rules_top_k: int = 3                   # semantic-memory rules put in the system prompt
     match_threshold: float = 0.35          # rules planner: min text similarity of a match
+    robot_id: str = ""                     # the robot it answers for on a fleet's memory: "where are you" from
+                                           # its own records ("" = any robot's latest; a node's "auto" = its namespace)
 
     def validate(self) -> None:
         if self.planner not in PLANNERS:
@@ -169,7 +171,8 @@ class QueryAgent:
             return Answer(status=STATUS_ERROR, planner=requested, error="empty question"), None
         budget = self.params.question_timeout() if timeout_s is None else timeout_s
         deadline = time.monotonic() + budget
-        tools = ToolBox(self.memory, now, self.tz, hooks, deadline=deadline, capabilities=self.capabilities)
+        tools = ToolBox(self.memory, now, self.tz, hooks, deadline=deadline, capabilities=self.capabilities,
+                        robot=self.params.robot_id)
         try:
             chosen = self._planner(requested)
             rules = self._rules(question) if isinstance(chosen, LLMPlanner) else []
@@ -195,7 +198,8 @@ class QueryAgent:
         """A question the rules planner did not understand, asked of the llm planner; if that
         fails too, the rules planner's "not sure what you mean" stands (the reason noted)."""
         tools = ToolBox(self.memory, now, self.tz, failed.hooks, deadline=failed.deadline,
-                        capabilities=self.capabilities)
+                        capabilities=self.capabilities,
+                        robot=self.params.robot_id)
         try:
             ans = LLMPlanner(self.client, self.params.function_call_limit).answer(
                 question, tools, self._rules(question), now_iso, self.params.timezone)
@@ -215,7 +219,8 @@ class QueryAgent:
                   failed: ToolBox) -> tuple[Answer, ToolBox]:
         """The rules planner's answer, noted; the tokens the model spent are kept in it."""
         log.warning("%s: answering with the rules planner", reason)
-        tools = ToolBox(self.memory, now, self.tz, failed.hooks, capabilities=self.capabilities)
+        tools = ToolBox(self.memory, now, self.tz, failed.hooks, capabilities=self.capabilities,
+                        robot=self.params.robot_id)
         try:
             ans = self._rules_planner().answer(question, tools, [], now_iso, self.params.timezone)
         except Cancelled as exc:

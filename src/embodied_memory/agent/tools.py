@@ -166,6 +166,7 @@ class ToolBox:
     tokens_in: int = 0                     # model tokens spent on the question (planners add theirs)
     tokens_out: int = 0
     capabilities: Optional[MemoryCapabilities] = None   # what the memory can serve (cached across questions)
+    robot: str = ""                        # on a fleet's memory: the robot asked ("where are you": its records)
     _hidden: Optional[frozenset[str]] = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -472,7 +473,7 @@ class ToolBox:
                 return {str(d): self._persons_on(str(d)) for d in dates}
             return self._persons_on(str(dates or ""))
         if name == "current_state":
-            latest = m.call("latest_observation", {"before": self.now})
+            latest = m.call("latest_observation", {"before": self.now, **({"robot": self.robot} if self.robot else {})})
             return {"now": parse_iso(self.now, self.tz),
                     "robot_position": latest["position"] if latest else None,
                     "robot_waypoint": (latest or {}).get("waypoint", ""),

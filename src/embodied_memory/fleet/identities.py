@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FleetMatchParams:
-    merge_eps: float = IdentityParams.merge_eps       # average-linkage face distance of one person
+    merge_eps: float = 0.50       # average-linkage face distance of one person across robots (wider than
+                                  # perception's online 0.40: other cameras, light and distance; tuned on seeds 0-4)
     margin: float = 0.10                               # the next candidate at least this much farther
     min_faces: int = IdentityParams.min_samples        # clear faces an identity needs to be compared
     min_face_px: float = IdentityParams.min_face_px
@@ -117,8 +118,12 @@ def plan(sightings: list[StoredSighting], names: dict[str, str], kept_apart: set
         if a > b:
             continue
         x, y = root(ids[a]), root(ids[b])
-        second = min(np.partition(dist[a], 1)[1], np.partition(dist[b], 1)[1])   # each one's next candidate
-        if x == y or second - d < params.margin or (min(x, y), max(x, y)) in kept_apart:
+        if x == y:
+            continue
+        # each one's next candidate outside both groups (a person two robots share already is one candidate)
+        others = [j for j in range(n) if root(ids[j]) not in (x, y)]
+        second = min((min(dist[a, j], dist[b, j]) for j in others), default=np.inf)
+        if second - d < params.margin or (min(x, y), max(x, y)) in kept_apart:
             continue
         if keyframes[x] & keyframes[y]:                   # seen together: two people
             continue

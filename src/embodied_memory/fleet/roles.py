@@ -4,7 +4,8 @@
   memory and writes only its own records (``ROBOT_RIGHTS``, row-level security): it inserts and
   updates the observations, episodes, sightings and regions carrying its ``robot_id`` and the
   identities and aliases it minted (``<robot_id>.<id>``), journals its perception's merges and
-  splits, and keeps the shared caches (summaries, waypoint statistics, rules, maps).  It deletes
+  splits (moves out of its own identities), writes its own episodes' maps and keeps the shared
+  caches (summaries, waypoint statistics, rules).  It deletes
   no record, not even its own: forgetting and retention are an operator's acts on a shared
   memory, and a robot cannot forget, overwrite or re-label another robot's records or make
   another robot's person its own.  ``meta`` (the dimensions) it may only create.
@@ -61,12 +62,14 @@ ROBOT_RIGHTS: dict[str, tuple[str, str | None, str | None]] = {
     # aliases at its own identity when it merges (column identity_id only: an alias's id never changes)
     "identity_aliases": ("INSERT, UPDATE (identity_id), DELETE", _own("alias_id"),
                          f"{_own('alias_id')} OR {_own('identity_id')}"),
-    "identity_changes": ("INSERT", None, None),           # its journal entries; undo is an operator's
+    # its journal entries: moves out of its own identities, never marked undone (undo is an operator's)
+    "identity_changes": ("INSERT", f"{_own('source')} AND undone IS NULL", "false"),
     "files_to_remove": ("DELETE", "false", OWN_RECORD),  # the files of its records an operator deleted
     "summaries": ("INSERT, UPDATE, DELETE", None, None),  # caches of answers
     "waypoint_stats": ("INSERT, UPDATE", None, None),
     "rules": ("INSERT, UPDATE, DELETE", None, None),
-    "occupancy_maps": ("INSERT, UPDATE, DELETE", None, None),
+    "occupancy_maps": ("INSERT, UPDATE, DELETE", "starts_with(episode_id, current_user || '/')",
+                       "starts_with(episode_id, current_user || '/')"),    # its own episodes' maps
     "meta": ("INSERT", None, None),                       # the configured dimensions, once; never changed
 }
 _ROLE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")

@@ -22,6 +22,7 @@ dropped.busy on /diagnostics), give feedback and can be cancelled (the bridge go
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from concurrent.futures import CancelledError, ThreadPoolExecutor
@@ -35,7 +36,7 @@ from ..agent.answer import STATUS_ERROR, Answer
 from ..agent.query_agent import AgentParams, QueryAgent
 from ..agent.tools import QuestionHooks
 from ..params import ANSWER_GRACE_S, MAX_ADMITTED_QUESTIONS, QueryAgentNodeParams
-from .common import from_time_msg, node_options, node_params, run_node, service_qos
+from .common import from_time_msg, node_options, node_params, robot_id_of, run_node, service_qos
 from .conversions import answer_to_msg
 from .health import NodeHealth
 from .memory_client import RosMemoryClient
@@ -48,6 +49,8 @@ class QueryAgentNode(Node):
         super().__init__("query_agent", **node_options(kwargs))
         self.params = node_params(self, QueryAgentNodeParams)
         agent_params = AgentParams(**{k: getattr(self.params, k) for k in AgentParams.__dataclass_fields__})
+        if agent_params.robot_id == "auto":           # on a fleet: the robot this stack runs on
+            agent_params = dataclasses.replace(agent_params, robot_id=robot_id_of(self.get_namespace()))
         self.memory = memory = RosMemoryClient(self, self.params.memory_query_service, self.params.memory_timeout_s)
         self.navigator = None
         if self.params.navigation_action:
