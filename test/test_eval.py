@@ -94,3 +94,34 @@ def test_llm_match_judge_protocol():
         prompt = llm.requests[0]["messages"][0]["content"]
     assert "Answer: red box" in prompt and "Response: A red box." in prompt
     assert llm_match_accuracy([5, 1, 3]) == pytest.approx(0.5)
+
+
+def test_eval_fleet_two_robots_on_one_server(tmp_path, cache):
+    """``eval --fleet`` on a small fleet: two robots, one wing each, one shared memory on a real
+    server; the fleet answers what one robot alone cannot, every robot's records in it."""
+    from embodied_memory.evaluation.fleet_eval import run_fleet_eval
+    from embodied_memory.sim.fleet_episode import FleetConfig, FleetRobot
+    cfg = FleetConfig(seed=1, robots=(FleetRobot("spot1", ("north",), (10.0,), (("kitchen", 12.0, 10),)),
+                                      FleetRobot("spot2", ("south",), (10.0, 15.5))))
+    report = run_fleet_eval(tmp_path / "fleet", cfg, per_type=2, progress=False)
+    one, both = report["stages"]
+    assert one["robots"] == ["spot1"] and both["robots"] == ["spot1", "spot2"]
+    assert set(both["observations_per_robot"]) == {"spot1", "spot2"} and set(one["observations_per_robot"]) == {"spot1"}
+    alone, fleet = one["results"][0], both["results"][0]
+    print(alone["accuracy"], fleet["accuracy"], both["identity_before_naming"])
+    assert fleet["accuracy"] > alone["accuracy"]            # questions about both wings
+    assert both["identity_before_naming"]["purity"] >= 0.9   # no two people made one across robots
+    assert any(a["correct"] and "spot2" in json.dumps(a) for a in both["answers"])
+    assert "| 2 robots (spot1, spot2) | evaluation |" in (tmp_path / "fleet" / "fleet.md").read_text()
+    assert not list((tmp_path / "fleet" / "server").glob("pgdata/postmaster.pid"))   # the server stopped
+
+
+def test_eval_fleet_refuses_what_it_does_not_run():
+    import argparse
+    from embodied_memory.config import ConfigError
+    from embodied_memory.evaluation.eval_cli import add_eval_arguments, cmd_eval
+    p = argparse.ArgumentParser()
+    add_eval_arguments(p)
+    for extra in (["--world", "small"], ["--seeds", "0,1"], ["--path", "nodes"]):
+        with pytest.raises(ConfigError, match="--fleet"):
+            cmd_eval(p.parse_args(["--fleet", *extra]))

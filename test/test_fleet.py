@@ -153,7 +153,8 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
                    "INSERT INTO identities(identity_id, display_name, created) VALUES ('spot10.person_0001', '', 1)",
                    "INSERT INTO identity_aliases(alias_id, identity_id) VALUES ('spot1.person_0101', 'spot2.x')",
                    "INSERT INTO identity_changes(t, kind, source, target, sightings) "      # a forged journal entry:
-                   "VALUES (1, 'merge', 'spot1.person_0007', 'spot2.person_0003', '[1]')",  # an undo would move hers
+                   "VALUES (1, 'merge', 'spot2.person_0003', 'spot2.person_0003', "          # an undo would move
+                   "(SELECT '[' || MIN(id) || ']' FROM sightings))",                         # spot1's sighting
                    "INSERT INTO occupancy_maps(episode_id, resolution, data) VALUES ('spot1/day1', 0.1, '')"):
         with pytest.raises(sqlite3.DatabaseError, match="row-level security"):
             raw.execute(attack)                                # another robot's range (no prefix wildcards)
@@ -198,6 +199,16 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
     assert operator.forget_episode("spot1/day1")["observations_removed"] == 7
     assert spot2.remove_files_handed_over() == 0 and Path(pictured.image_path).exists()
     assert spot1.remove_files_handed_over() == 1 and not Path(pictured.image_path).exists()
+    # its perception's track gives an earlier faceless sighting the identity (a journalled move of its own)
+    far, near = observation("spot1", 80, T0 + 80, person="spot1.person_0009"), \
+        observation("spot1", 81, T0 + 81, person="spot1.person_0009")
+    far.people[0].identity_id = ""
+    for o in (far, near):
+        o.episode_id, o.people[0].track_id = "spot1/day2", 5
+    spot1.insert([far])
+    spot1.insert([near])
+    assert len(spot2.call_tool("person_observations", {"person": "spot1.person_0009"})) == 2
+    assert spot1.identity_changes(limit=1)[0]["kind"] == "track"
     for store in (spot1, spot2, operator):
         store.close()
 

@@ -4,7 +4,8 @@ and started again by the test."""
 import numpy as np
 import pytest
 
-from embodied_memory.store import StoreWriteError, open_store
+from embodied_memory.store import StoreError, StoreWriteError, open_store
+from embodied_memory.store.errors import SERVER_UNREACHABLE
 from embodied_memory.store.outbox import Outbox
 
 from store_fixtures import T0, make_params, obs
@@ -53,15 +54,18 @@ def test_a_server_away_keeps_records_in_the_outbox_answers_from_them_then_sends_
         box.put(_image_obs(3))
         with pytest.raises(StoreWriteError):
             box.flush(store)                                  # still away: everything stays
+        with pytest.raises(StoreError) as away:
+            store.call_tool("person_observations", {"person": "alice"})
+        assert away.value.kind == SERVER_UNREACHABLE         # what the memory node answers from the outbox on
         assert len(box) == 2
-        view = box.view()                                     # questions meanwhile: this robot's unsent records
-        assert [r["id"] for r in view.call_tool("person_observations", {"person": "alice"})] == ["spot1/o2"]
+        # questions meanwhile: this robot's unsent records
+        assert [r["id"] for r in box.answer("person_observations", {"person": "alice"})] == ["spot1/o2"]
         box.put(_image_obs(4, "alice"))
-        assert sorted(r["id"] for r in box.view().call_tool("person_observations", {"person": "alice"})) == \
+        assert sorted(r["id"] for r in box.answer("person_observations", {"person": "alice"})) == \
             ["spot1/o2", "spot1/o4"]                          # the view follows the outbox
     finally:
         fleet_server.start()
-    assert box.flush(store) == 3 and len(box) == 0 and box.view() is None
+    assert box.flush(store) == 3 and len(box) == 0 and box.answer("person_observations", {"person": "alice"}) is None
     counts = dict(store._conn().execute("SELECT observation_id, COUNT(*) FROM observations GROUP BY observation_id"
                                         ).fetchall())
     assert counts == {"spot1/o1": 1, "spot1/o2": 1, "spot1/o3": 1, "spot1/o4": 1}

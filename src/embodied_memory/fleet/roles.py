@@ -4,7 +4,7 @@
   memory and writes only its own records (``ROBOT_RIGHTS``, row-level security): it inserts and
   updates the observations, episodes, sightings and regions carrying its ``robot_id`` and the
   identities and aliases it minted (``<robot_id>.<id>``), journals its perception's merges and
-  splits (moves out of its own identities), writes its own episodes' maps and keeps the shared
+  splits (moves of its own sightings), writes its own episodes' maps and keeps the shared
   caches (summaries, waypoint statistics, rules).  It deletes
   no record, not even its own: forgetting and retention are an operator's acts on a shared
   memory, and a robot cannot forget, overwrite or re-label another robot's records or make
@@ -62,8 +62,11 @@ ROBOT_RIGHTS: dict[str, tuple[str, str | None, str | None]] = {
     # aliases at its own identity when it merges (column identity_id only: an alias's id never changes)
     "identity_aliases": ("INSERT, UPDATE (identity_id), DELETE", _own("alias_id"),
                          f"{_own('alias_id')} OR {_own('identity_id')}"),
-    # its journal entries: moves out of its own identities, never marked undone (undo is an operator's)
-    "identity_changes": ("INSERT", f"{_own('source')} AND undone IS NULL", "false"),
+    # its journal entries: moves of its own sightings only, never marked undone (undo is an operator's)
+    "identity_changes": ("INSERT", "undone IS NULL AND NOT EXISTS (SELECT 1 FROM json_array_elements_text("
+                         "CAST(identity_changes.sightings AS json)) AS moved(sid) JOIN sightings s ON "
+                         "s.id = CAST(moved.sid AS bigint) JOIN observations o ON o.id = s.obs "
+                         "WHERE o.robot_id IS DISTINCT FROM current_user)", "false"),
     "files_to_remove": ("DELETE", "false", OWN_RECORD),  # the files of its records an operator deleted
     "summaries": ("INSERT, UPDATE, DELETE", None, None),  # caches of answers
     "waypoint_stats": ("INSERT, UPDATE", None, None),

@@ -39,7 +39,7 @@ from ..params import (MEMORY_FORGET_SERVICE, MEMORY_NAME_SERVICE, MEMORY_QUERY_S
                       MemoryNodeParams, StoreParams)
 from ..fleet.ids import FleetIds
 from ..store import open_store
-from ..store.errors import StoreConfigError, StoreError, StoreWriteError
+from ..store.errors import SERVER_UNREACHABLE, StoreConfigError, StoreError, StoreWriteError
 from ..store.image_files import insert_with_images, sweep_partial_images
 from ..store.outbox import Outbox
 from .common import forgotten_qos, node_options, node_params, robot_id_of, run_node, service_qos, to_time_msg
@@ -380,11 +380,10 @@ class MemoryNode(ManagedNode):
         try:
             result = self.store.call_tool(request.tool, arguments)
         except StoreError as exc:
-            view = self._outbox.view() if self._outbox is not None and exc.kind != "InvalidArgumentError" \
-                and len(self._outbox) else None
-            if view is None:
+            outbox = self._outbox
+            if outbox is None or exc.kind != SERVER_UNREACHABLE or not len(outbox):
                 raise
-            result = view.call_tool(request.tool, arguments)   # the server away: what this robot has not sent
+            result = outbox.answer(request.tool, arguments)       # what this robot has not sent yet
             response.notice = (f"the fleet's memory is not reachable ({exc}); answered from the "
                                f"{len(self._outbox)} observations this robot has not sent yet: the fleet's view "
                                "is stale")

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 
+SERVER_UNREACHABLE = "ServerUnreachable"   # a StoreError's kind: a fleet's server away (a query may be retried)
+
+
 class StoreError(RuntimeError):
     """The store cannot do what was asked (bad arguments, unavailable backend)."""
 

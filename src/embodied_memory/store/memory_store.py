@@ -32,8 +32,8 @@ from typing import Any, Callable, Optional
 from zoneinfo import ZoneInfo
 
 from .episodes import EpisodesMixin
-from .errors import (InsertResult, InvalidArgumentError, InvalidRecordError, StoreError, StoreWriteError,
-                     UnknownPersonError)
+from .errors import (SERVER_UNREACHABLE, InsertResult, InvalidArgumentError, InvalidRecordError, StoreError,
+                     StoreWriteError, UnknownPersonError)
 from .identities import IdentitiesMixin, _name_pattern, scrub_identity
 from .index_lifecycle import IndexLifecycleMixin, milvus_credentials
 from .migrations import migrate, migrate_server
@@ -167,7 +167,7 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearc
             raise
         except sqlite3.OperationalError as exc:
             if str(exc).startswith((UNREACHABLE, BUSY)):   # a fleet's server away: said once, no traceback
-                raise StoreError(f"{name}: {exc}", kind="ServerUnreachable") from exc
+                raise StoreError(f"{name}: {exc}", kind=SERVER_UNREACHABLE) from exc
             log.exception("tool %s failed", name)
             raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
         except Exception as exc:  # noqa: BLE001 - no request may take the store down

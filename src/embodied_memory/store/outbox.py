@@ -7,7 +7,7 @@ before the observation is acknowledged), in arrival order, keyframe image includ
 here only after the server stored it (or already had it: the server's insert is idempotent by
 observation id), so a crash between the two sends it once more and it is stored once.
 
-While the server is away, ``view`` answers the retrieval tools from what waits here (an
+While the server is away, ``answer`` answers the retrieval tools from what waits here (an
 embedded memory of this robot's unsent records, kept in step with the outbox): a robot still
 answers about what it saw since the link went, and says the fleet's view is stale.
 """
@@ -47,6 +47,7 @@ class Outbox:
                          "observation_id TEXT NOT NULL UNIQUE, stamp REAL NOT NULL, record TEXT NOT NULL, image BLOB)")
         self._view = None
         self._view_seq = 0                  # the last outbox row the view holds
+        self._view_lock = threading.Lock()
 
     def __len__(self) -> int:
         with self._lock:
@@ -95,32 +96,35 @@ class Outbox:
             self._drop_view()
         return sent
 
-    def view(self):
-        """An embedded memory of the observations waiting here (for questions while the server
-        is away); None when none wait."""
-        from . import open_store
-        rows = self._rows(self._view_seq, limit=1_000_000)
-        if self._view is None:
-            if not rows:
-                return None
-            shutil.rmtree(self.folder / VIEW_DIR, ignore_errors=True)
-            self._view = open_store(replace(self._params, backend="sqlite_faiss", postgres_url="",
-                                            data_dir=str(self.folder / VIEW_DIR)))
-        if rows:
-            for _, obs in rows:
-                obs.image_jpeg = None
-            self._view.insert_batch([obs for _, obs in rows])
-            self._view_seq = rows[-1][0]
-        return self._view
+    def answer(self, tool: str, arguments: dict):
+        """A retrieval tool's result over the observations waiting here (an embedded memory kept
+        in step with the outbox), for questions while the server is away; None when none wait."""
+        with self._view_lock:                  # questions in parallel, a flush dropping the view
+            rows = self._rows(self._view_seq, limit=1_000_000)
+            if self._view is None:
+                if not rows:
+                    return None
+                from . import open_store
+                shutil.rmtree(self.folder / VIEW_DIR, ignore_errors=True)
+                self._view = open_store(replace(self._params, backend="sqlite_faiss", postgres_url="",
+                                                data_dir=str(self.folder / VIEW_DIR)))
+            if rows:
+                for _, obs in rows:
+                    obs.image_jpeg = None
+                self._view.insert_batch([obs for _, obs in rows])
+                self._view_seq = rows[-1][0]
+            return self._view.call_tool(tool, arguments)
 
     def _drop_view(self) -> None:
-        if self._view is not None:
-            self._view.close()
-            self._view, self._view_seq = None, 0
-        shutil.rmtree(self.folder / VIEW_DIR, ignore_errors=True)
+        with self._view_lock:
+            if self._view is not None:
+                self._view.close()
+                self._view, self._view_seq = None, 0
+            shutil.rmtree(self.folder / VIEW_DIR, ignore_errors=True)
 
     def close(self) -> None:
-        if self._view is not None:
-            self._view.close()
-            self._view = None
+        with self._view_lock:
+            if self._view is not None:
+                self._view.close()
+                self._view = None
         self._db.close()
