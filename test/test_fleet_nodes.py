@@ -6,7 +6,7 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from embodied_memory_interfaces.msg import IdentityForgotten
 from embodied_memory_interfaces.msg import Observation as ObservationMsg
-from embodied_memory_interfaces.srv import GetMemoryStats, QueryMemory
+from embodied_memory_interfaces.srv import Ask, GetMemoryStats, QueryMemory
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -98,6 +98,9 @@ def test_a_robot_whose_server_is_away_keeps_acknowledging_answers_from_its_outbo
     executable: memory_node
     parameters: {{backend: postgres, postgres_url: "{fleet_database}", data_dir: "{tmp_path / 'spot1'}",
                   text_embedder: hash, image_dim: 16, face_dim: 8, reid_dim: 8, fleet_poll_s: 0.5}}
+  query_agent:
+    executable: query_agent_node
+    parameters: {{planner: rules, robot_id: auto}}
 """)
     stack = LaunchedStack(path, tmp_path / "spot1.log", "--namespace", "spot1")
     node = Node("tester", context=ros_context)
@@ -130,6 +133,9 @@ def test_a_robot_whose_server_is_away_keeps_acknowledging_answers_from_its_outbo
             assert res.success, res.error
             assert sorted(r["id"] for r in json.loads(res.result_json)) == ["spot1/run_1/2", "spot1/run_1/3"]
             assert "stale" in res.notice and "2 observations" in res.notice
+            answer = call_service(Ask, "agent/ask", Ask.Request(question="What did you see in the lab?"), 60.0,
+                                  namespace="spot1").answer           # the robot says its view may be stale
+            assert answer.status == "ok" and "the fleet's view is stale" in answer.text, answer
         finally:
             fleet_server.start()
         operator = open_store(StoreParams(backend="postgres", postgres_url=fleet_database,

@@ -65,7 +65,7 @@ def test_a_server_away_keeps_records_in_the_outbox_answers_from_them_then_sends_
             ["spot1/o2", "spot1/o4"]                          # the view follows the outbox
     finally:
         fleet_server.start()
-    assert box.flush(store) == 3 and len(box) == 0 and box.answer("person_observations", {"person": "alice"}) is None
+    assert box.flush(store) == 3 and len(box) == 0
     counts = dict(store._conn().execute("SELECT observation_id, COUNT(*) FROM observations GROUP BY observation_id"
                                         ).fetchall())
     assert counts == {"spot1/o1": 1, "spot1/o2": 1, "spot1/o3": 1, "spot1/o4": 1}
@@ -74,3 +74,21 @@ def test_a_server_away_keeps_records_in_the_outbox_answers_from_them_then_sends_
     np.testing.assert_equal(len(store.observation_times()), 4)
     box.close()
     store.close()
+
+
+def test_a_record_the_server_refuses_is_set_aside_and_never_blocks_the_others(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    target = open_store(make_params(tmp_path, "sqlite_faiss"))
+    box = Outbox("~/robot", target.params)                  # as config/fleet.yaml writes data_dir
+    assert box.folder == tmp_path / "home" / "robot" and (box.folder / "outbox.sqlite3").exists()
+    bad = _image_obs(2)
+    bad.global_embedding = np.ones(3, dtype=np.float32)    # a wrong dimension: the store refuses it
+    assert target.rejection(bad) is not None and target.rejection(_image_obs(1)) is None
+    for o in (_image_obs(1), bad, _image_obs(3)):
+        box.put(o)
+    assert box.flush(target) == 2 and len(box) == 0
+    assert list(box.refused()) == ["spot1/o2"] and "bad_embedding_dim" in box.refused()["spot1/o2"]
+    assert sorted(r[0] for r in target._conn().execute("SELECT observation_id FROM observations")) == \
+        ["spot1/o1", "spot1/o3"]
+    box.close()
+    target.close()

@@ -132,8 +132,13 @@ class QueryAgent:
         requested = planner or self.params.planner
         hooks = hooks if hooks is not None else QuestionHooks(navigate=self.navigate)
         tools: Optional[ToolBox] = None
+        notices = getattr(self.memory, "take_notices", lambda: [])     # what the memory said beside its results
+        notices()
         try:
             ans, tools = self._ask(question, as_of, requested, timeout_s, hooks, escalate=not planner)
+            said = notices()
+            if said and ans.text:          # e.g. a fleet robot without its server: the answer may be stale
+                ans.text = f"{ans.text} (Note: {'; '.join(said)}.)"
             if (tools is not None and hooks.navigate is None and hooks.no_navigate and ans.status == "ok"
                     and self._commands(question, tools)):
                 ans.note(f"not driven: {hooks.no_navigate}")

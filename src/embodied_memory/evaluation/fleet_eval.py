@@ -5,11 +5,14 @@ the whole building in the afternoon) with one bag per robot; a real fleet server
 (``fleet/server.py``: PostgreSQL, TCP, a password per login) started in ``OUT/server``; each
 robot's bag ingested through the same core the nodes run (selection, perception, the store), by
 that robot's login with its ``robot_id`` and its ids qualified as its memory node qualifies them
-(``fleet/ids.py``).  Two stages on one memory, the same questions:
+(``fleet/ids.py``).  Two stages, the same questions:
 
   1 robot   spot1 alone: its records only (what one robot's memory answers)
-  3 robots  spot2 and spot3 added; ``fleet reconcile`` merges identities robots enrolled for
-            one face; the operator names the new identities from stored crops as in ``eval``
+  3 robots  every robot's records; ``fleet reconcile`` merges identities robots enrolled for
+            one face, then the operator names identities from stored crops as in ``eval``
+
+Each stage is its own memory (a database of the server), so nothing of the first stage (its
+operator's names) reaches the second.
 
 The questions come from the fleet's truth (what any robot observed; ``sim/questions_v2.py``,
 evaluation phrasings), asked through spot1's own login (its query agent reads the whole fleet)
@@ -108,25 +111,24 @@ def run_fleet_eval(out_dir: Path, cfg=None, per_type: int = 4, phrasings: tuple[
     stores = []
     try:
         admin = server.url()
-        create_fleet(admin, password, DATABASE, StoreParams())
         for robot in robots:
             add_robot(admin, password, robot, password)
         add_operator(admin, password, OPERATOR, password)
+        stages, ingested = [], {}
+        for stage in (robots[:1], robots):     # each stage its own memory: nothing of the first reaches the second
+            label = f"{len(stage)} robot{'s' if len(stage) > 1 else ''}"
+            database = f"{DATABASE}_{len(stage)}"
+            create_fleet(admin, password, database, StoreParams())
 
-        def login(user: str, data_dir: Path, robot_id: str = "") -> StoreParams:
-            return StoreParams(backend="postgres", postgres_url=server.url(user, DATABASE), data_dir=str(data_dir),
-                               robot_id=robot_id, postgres_password_env=env)
-        operator = open_store(login(OPERATOR, out_dir / "operator"))
-        asker = open_store(login(robots[0], out_dir / f"{robots[0]}_agent", robots[0]))
-        stores += [operator, asker]
-        agent = QueryAgent(StoreMemoryClient(asker), AgentParams(planner="rules"))
-        stages, ingested, done = [], {}, set()
-        for stage in (robots[:1], robots):
-            for robot in stage:
-                if robot not in done:
-                    ingested[robot] = _ingest_robot(episode / robot / "bag",
-                                                    login(robot, out_dir / robot, robot), progress)
-                    done.add(robot)
+            def login(user: str, data_dir: Path, robot_id: str = "") -> StoreParams:
+                return StoreParams(backend="postgres", postgres_url=server.url(user, database),
+                                   data_dir=str(data_dir), robot_id=robot_id, postgres_password_env=env)
+            for robot in stage:            # (spot1 again for the fleet's memory: the same keyframes)
+                ingested[robot] = _ingest_robot(episode / robot / "bag", login(robot, out_dir / database / robot, robot),
+                                                progress)
+            operator = open_store(login(OPERATOR, out_dir / database / "operator"))
+            asker = open_store(login(robots[0], out_dir / database / f"{robots[0]}_agent", robots[0]))
+            stores += [operator, asker]
             seen = _robot_truth(truth, set(stage))
             start = time.perf_counter()
 
@@ -137,7 +139,7 @@ def run_fleet_eval(out_dir: Path, cfg=None, per_type: int = 4, phrasings: tuple[
             before_naming = identity_metrics(query, seen)
             naming = label_identities(query, lambda ident, display: operator.name_identity(ident, display), seen)
             after_naming = identity_metrics(query, seen, operator.observation_times())
-            label = f"{len(stage)} robot{'s' if len(stage) > 1 else ''}"
+            agent = QueryAgent(StoreMemoryClient(asker), AgentParams(planner="rules", robot_id=robots[0]))
 
             def ask(q, planner):
                 answer = agent.ask(q.question, as_of=q.asked_at, planner=planner).to_dict()

@@ -61,7 +61,8 @@ class RosMemoryClient:
         if not response.success:
             raise MemoryServiceError(response.error)
         if response.notice:
-            self._notices.items = getattr(self._notices, "items", []) + [response.notice]
+            self._notices.items = getattr(self._notices, "items", [])
+            self._notices.items.append(response.notice)
         return json.loads(response.result_json)
 
 

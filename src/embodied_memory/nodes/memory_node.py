@@ -50,6 +50,7 @@ from .node_clock import now_s, steady_clock, waiting_for_clock
 from .lifecycle import DRAIN_TIMEOUT_S, ManagedNode, NotActiveError, ServingGate
 
 
+OUTBOX_BATCHES_PER_POLL = 20   # the outbox sent 20 x 50 observations per fleet poll at most (a short callback)
 MAX_INSERT_TRIES = 3   # an observation that fails unexpectedly this often is rejected (no endless resends)
 STORE_OPEN_WAIT_S = 120.0   # configure waits this long for a store server (Milvus) that is not up yet
 
@@ -104,7 +105,7 @@ class MemoryNode(ManagedNode):
         self._forgotten_sent: set[str] = set()
         self._ids = FleetIds("")                   # a fleet's server: this robot's ids, qualified (fleet/ids.py)
         self._outbox: Outbox | None = None         # a fleet's server: what it could not take yet (store/outbox.py)
-        self._server_away = False                  # observations go to the outbox
+        self._server_away = False                  # the server did not answer: questions from the outbox
         self._failures: dict[str, int] = {}   # observation id -> unexpected insert failures so far
         self._dirty = threading.Event()
         self.start_serving(self.params.autostart)
@@ -173,20 +174,25 @@ class MemoryNode(ManagedNode):
                                                                                "markers"), callback_group=reads, clock=steady_clock())))
         self._publish_forgotten()             # a perception node that starts later forgets them too
         if self.store.on_server:              # a forget anywhere in the fleet reaches this robot's perception
-            h.guard(self._fleet_poll, "fleet poll")()
+            h.guard(lambda: self._fleet_poll(flush=False), "fleet poll")()   # the outbox: in the timer
             add((self.destroy_timer, self.create_timer(p.fleet_poll_s, h.guard(self._gated(self._fleet_poll),
                                                                                  "fleet poll"),
                                                        callback_group=self._fleet_group, clock=steady_clock())))
 
     def _to_outbox(self, obs, local_id: str, why: str) -> None:
-        """Keep an observation the server cannot take now in the outbox (durably), then acknowledge it."""
+        """Keep an observation the server cannot take now in the outbox (durably), then acknowledge it
+        (one the store would reject is rejected now, as it would be on the server)."""
+        reason = self.store.rejection(obs)
+        if reason is not None:
+            self._reject(local_id, reason)
+            return
+        first = not len(self._outbox)
         try:
             self._outbox.put(obs)
         except StoreWriteError as exc:                     # this robot's disk too: not acknowledged, resent
             self.health.drop("store_write_error", f"observation {local_id!r}: {why}; outbox: {exc}")
             return
-        if not self._server_away:
-            self._server_away = True
+        if first:
             self.get_logger().warning(f"the fleet's server cannot take observations ({why}); keeping them in the "
                                       f"outbox at {self._outbox.folder} until it answers")
         self._acks.send(local_id, Ack.STORED)
@@ -197,21 +203,21 @@ class MemoryNode(ManagedNode):
         if self._outbox is None or not len(self._outbox):
             return
         try:
-            sent = self._outbox.flush(self.store)
-        except StoreWriteError as exc:
+            sent = self._outbox.flush(self.store, max_batches=OUTBOX_BATCHES_PER_POLL)
+        except (StoreWriteError, StoreConfigError) as exc:
             self.get_logger().info(f"outbox: {len(self._outbox)} observations wait; the server: {exc}",
                                    throttle_duration_sec=60.0)
             return
         if not len(self._outbox):
             self.get_logger().info(f"outbox: {sent} observations handed to the fleet's server; the fleet's view "
                                    "is current again")
-            self._server_away = False
         self._dirty.set()
 
-    def _fleet_poll(self) -> None:
-        """A fleet's server: the outbox sent, forgets made elsewhere, files to remove here, this clock against
-        the server's."""
-        self._flush_outbox()
+    def _fleet_poll(self, flush: bool = True) -> None:
+        """A fleet's server: the outbox sent (a share per poll), forgets made elsewhere, files to remove
+        here, this clock against the server's."""
+        if flush:
+            self._flush_outbox()
         self._publish_forgotten()
         self.store.remove_files_handed_over()   # images of records an operator deleted, kept on this robot
         offset = self.store.server_clock_offset_s()
@@ -221,6 +227,7 @@ class MemoryNode(ManagedNode):
                                       f"max_clock_skew_s {self.params.max_clock_skew_s} s): other robots' records "
                                       "are not in time order with this robot's; fix NTP/chrony")
         self._clock_skewed, self._clock_offset = skewed, offset
+        self._server_away = False          # every call above reached it: questions go to the server again
 
     def _publish_forgotten(self) -> None:
         """Forgotten identities, as this robot's perception names them (on a fleet: its own ids,
@@ -283,6 +290,7 @@ class MemoryNode(ManagedNode):
             result = insert_with_images(self.store, [obs])
         except StoreWriteError as exc:
             if self._outbox is not None:                       # the fleet's server away: kept on this robot
+                self._server_away = True
                 self._to_outbox(obs, local_id, str(exc))
             else:                                              # not acknowledged: the sender keeps it, resends it
                 self.health.drop("store_write_error", f"observation {msg.observation_id!r}: {exc}")
@@ -377,16 +385,20 @@ class MemoryNode(ManagedNode):
             for key in EPISODE_ARGUMENTS:
                 if isinstance(arguments.get(key), str) and arguments[key] and "/" not in arguments[key]:
                     arguments[key] = self._ids.record(arguments[key])
+        outbox = self._outbox
         try:
-            result = self.store.call_tool(request.tool, arguments)
+            if not (self._server_away and outbox is not None and len(outbox)):
+                result = self.store.call_tool(request.tool, arguments)
+            else:           # away: no wait for a connection timeout; the fleet poll finds it again
+                raise StoreError("the fleet's memory server is away", kind=SERVER_UNREACHABLE)
         except StoreError as exc:
-            outbox = self._outbox
+            if exc.kind == SERVER_UNREACHABLE and outbox is not None:
+                self._server_away = True
             if outbox is None or exc.kind != SERVER_UNREACHABLE or not len(outbox):
                 raise
             result = outbox.answer(request.tool, arguments)       # what this robot has not sent yet
-            response.notice = (f"the fleet's memory is not reachable ({exc}); answered from the "
-                               f"{len(self._outbox)} observations this robot has not sent yet: the fleet's view "
-                               "is stale")
+            response.notice = (f"the fleet's memory server is not reachable: answered from the {len(outbox)} "
+                               "observations this robot has not sent yet; the fleet's view is stale")
         response.result_json = json.dumps(result, default=str, allow_nan=False)
         response.success = True
         return response

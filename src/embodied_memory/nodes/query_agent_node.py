@@ -51,7 +51,7 @@ class QueryAgentNode(Node):
         agent_params = AgentParams(**{k: getattr(self.params, k) for k in AgentParams.__dataclass_fields__})
         if agent_params.robot_id == "auto":           # on a fleet: the robot this stack runs on
             agent_params = dataclasses.replace(agent_params, robot_id=robot_id_of(self.get_namespace()))
-        self.memory = memory = RosMemoryClient(self, self.params.memory_query_service, self.params.memory_timeout_s)
+        memory = RosMemoryClient(self, self.params.memory_query_service, self.params.memory_timeout_s)
         self.navigator = None
         if self.params.navigation_action:
             from .navigation_client import NavigateClient
@@ -175,13 +175,8 @@ class QueryAgentNode(Node):
         as_of = self.question_time(request.as_of)
         if as_of is None:   # only under use_sim_time before the first /clock: never the wall clock
             return Answer(status=STATUS_ERROR, planner=request.planner or self.params.planner, error=NO_CLOCK_YET)
-        self.memory.take_notices()
-        answer = self.agent.ask(request.question, as_of=as_of, planner=request.planner, timeout_s=remaining,
-                                hooks=self.ask_hooks)
-        notices = self.memory.take_notices()
-        if notices and answer.text:          # e.g. a fleet robot without its server: the answer may be stale
-            answer.text = f"{answer.text} (Note: {'; '.join(notices)}.)"
-        return answer
+        return self.agent.ask(request.question, as_of=as_of, planner=request.planner, timeout_s=remaining,
+                              hooks=self.ask_hooks)
 
     def question_time(self, as_of_msg):
         """The time a question is asked at: its ``as_of``, else now (None: no clock yet)."""

@@ -176,6 +176,15 @@ class IdentitiesMixin:
         if absorbed == survivor:
             return 0
         with self._transaction() as conn:
+            def current(identity: str) -> str:        # an id merged away before: the identity it went to
+                row = conn.execute("SELECT identity_id FROM identity_aliases WHERE alias_id=?", (identity,)).fetchone()
+                return row[0] if row else identity
+            absorbed_now, survivor_now = current(absorbed), current(survivor)
+            if absorbed_now == survivor_now:
+                return 0
+            # ``absorbed`` already went into someone (a fleet's reconcile, an earlier consolidation): that
+            # person keeps the id and takes ``survivor``; never an alias re-pointed away from them
+            absorbed, survivor = (survivor_now, absorbed_now) if absorbed_now != absorbed else (absorbed, survivor_now)
             names = {r[0]: r[1] for r in conn.execute(
                 "SELECT identity_id, display_name FROM identities WHERE identity_id IN (?, ?)", (absorbed, survivor))}
             if conn.execute("SELECT 1 FROM forgotten_identities WHERE identity_id=?", (survivor,)).fetchone():

@@ -236,6 +236,14 @@ class RecordsMixin:
                          (episode.episode_id, episode.start, episode.end, episode.name,
                           episode.world, episode.start, self.params.robot_id))
 
+    def rejection(self, obs: Observation) -> Optional[str]:
+        """Why ``insert`` would reject ``obs`` (its own checks, no database), or None."""
+        try:
+            self._validate(obs)
+        except InvalidRecordError as exc:
+            return f"{exc.kind}: {exc}"
+        return None
+
     def _validate(self, obs: Observation) -> None:
         """Raises InvalidRecordError with ``kind`` (the rejection counter's key)."""
         p = self.params
