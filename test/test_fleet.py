@@ -155,6 +155,8 @@ def test_a_robots_credentials_cannot_delete_or_write_another_robots_records(flee
                    "INSERT INTO identity_changes(t, kind, source, target, sightings) "      # a forged journal entry:
                    "VALUES (1, 'merge', 'spot2.person_0003', 'spot2.person_0003', "          # an undo would move
                    "(SELECT '[' || MIN(id) || ']' FROM sightings))",                         # spot1's sighting
+                   "INSERT INTO identity_changes(t, kind, source, target, sightings) "      # clearing the doubts
+                   "VALUES (1, 'reviewed', 'spot1.person_0007', 'spot1.person_0007', '[]')",  # on spot1's person
                    "INSERT INTO occupancy_maps(episode_id, resolution, data) VALUES ('spot1/day1', 0.1, '')"):
         with pytest.raises(sqlite3.DatabaseError, match="row-level security"):
             raw.execute(attack)                                # another robot's range (no prefix wildcards)

@@ -24,6 +24,7 @@ import re
 
 from ..store.params import ROBOT_ID_RE
 from ..store.postgres import Schema
+from ..store.identities import UNDOABLE_CHANGES
 from ..store.records import _SCHEMA
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,10 @@ ROBOT_RIGHTS: dict[str, tuple[str, str | None, str | None]] = {
     # aliases at its own identity when it merges (column identity_id only: an alias's id never changes)
     "identity_aliases": ("INSERT, UPDATE (identity_id), DELETE", _own("alias_id"),
                          f"{_own('alias_id')} OR {_own('identity_id')}"),
-    # its journal entries: moves of its own sightings only, never marked undone (undo is an operator's)
-    "identity_changes": ("INSERT", "undone IS NULL AND NOT EXISTS (SELECT 1 FROM json_array_elements_text("
+    # its journal entries: its perception's moves of its own sightings only, never marked undone or reviewed
+    # (undo and review are an operator's)
+    "identity_changes": ("INSERT", f"kind IN ({', '.join(repr(k) for k in UNDOABLE_CHANGES)}) AND undone IS NULL AND "
+                         "NOT EXISTS (SELECT 1 FROM json_array_elements_text("
                          "CAST(identity_changes.sightings AS json)) AS moved(sid) JOIN sightings s ON "
                          "s.id = CAST(moved.sid AS bigint) JOIN observations o ON o.id = s.obs "
                          "WHERE o.robot_id IS DISTINCT FROM current_user)", "false"),
