@@ -16,14 +16,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
-import cv2
 import numpy as np
 
 from ..progress import progress_bar
 from .building import (CORRIDOR_OF, CORRIDORS, DOOR_WAYPOINT, ENTRANCE, PARKED, RECEPTION_WAYPOINT, ROOMS,
                        SHARED_ROOMS, WAYPOINTS, BuildingWorld, all_person_spots, bearing, furniture, in_view,
                        inward_dir, line_of_sight, room_of)
-from .episode import GroundTruth, SimRobot, day_start, rooms_truth
+from .episode import GroundTruth, SimRobot, day_start, render_view, rooms_truth
 from .schedules import Schedule, make_schedule
 from .world import PERSON_WIDTH, object_name, photo_faces, usable_portraits
 
@@ -322,16 +321,8 @@ class BuildingSim:
                     robot_room = room_of(pose.x, pose.z)
                     objects_seen = {name: p["room"] for name, p in placements[day].items()
                                     if in_view(robot_pose, tuple(p["xz"]), half_fov, max_dist=5.0, min_dist=1.8)}
-                    env.agent.pos = np.array([pose.x, 0.0, pose.z])
-                    env.agent.dir = pose.heading
-                    rgb = env.render_obs()
-                    depth = None
-                    if cfg.depth_scale:
-                        full = env.obs_fb.get_depth_map(0.04, 100.0)[..., 0]
-                        depth = cv2.resize(full, (cfg.width // cfg.depth_scale, cfg.height // cfg.depth_scale),
-                                           interpolation=cv2.INTER_NEAREST)
-                    bag.frame(t, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), pose.x, -pose.z, pose.heading,
-                              waypoint=pose.waypoint, fx=fx, depth=depth)
+                    bgr, depth = render_view(env, cfg, pose.x, pose.z, pose.heading)
+                    bag.frame(t, bgr, pose.x, -pose.z, pose.heading, waypoint=pose.waypoint, fx=fx, depth=depth)
                     frames.append({"t": t, "robot": [round(pose.x, 3), round(-pose.z, 3), round(pose.heading, 3)],
                                    "waypoint": pose.waypoint, "room": robot_room, "visible": list(seen),
                                    "present": [n for n, w in where.items() if w[2] == robot_room], "seen": seen,

@@ -282,6 +282,20 @@ def cached_episode(cfg, progress: bool = True) -> Path:
     return path
 
 
+def render_view(env, cfg, x: float, z: float, heading: float) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """The camera's BGR image from MiniWorld pose (x, z, heading) and, with ``cfg.depth_scale``,
+    its depth (metres) at 1/depth_scale of the image size."""
+    env.agent.pos = np.array([x, 0.0, z])
+    env.agent.dir = heading
+    rgb = env.render_obs()
+    depth = None
+    if cfg.depth_scale:
+        full = env.obs_fb.get_depth_map(0.04, 100.0)[..., 0]
+        depth = cv2.resize(full, (cfg.width // cfg.depth_scale, cfg.height // cfg.depth_scale),
+                           interpolation=cv2.INTER_NEAREST)
+    return rgb[:, :, ::-1].copy(), depth
+
+
 def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -> GroundTruth:
     """Write ``out_dir/bag`` (MCAP) and ``out_dir/ground_truth.json``."""
     from ..ingest.bag_writer import BagWriter
@@ -360,15 +374,8 @@ def generate_episode(cfg: EpisodeConfig, out_dir: Path, progress: bool = True) -
                     objects_seen = {name: placed["room"] for name, placed in placements[day].items()
                                     if _visible((x, z, heading), tuple(placed["xz"]), max_dist=5.0,
                                              min_dist=1.8)}   # 0.5 m objects, level camera 1.5 m up
-                    env.agent.pos = np.array([x, 0.0, z])
-                    env.agent.dir = heading
-                    rgb = env.render_obs()
-                    depth = None
-                    if cfg.depth_scale:
-                        full = env.obs_fb.get_depth_map(0.04, 100.0)[..., 0]
-                        depth = cv2.resize(full, (cfg.width // cfg.depth_scale, cfg.height // cfg.depth_scale),
-                                           interpolation=cv2.INTER_NEAREST)
-                    bag.frame(t, rgb[:, :, ::-1].copy(), x, -z, heading, waypoint=waypoint, fx=fx, depth=depth)
+                    bgr, depth = render_view(env, cfg, x, z, heading)
+                    bag.frame(t, bgr, x, -z, heading, waypoint=waypoint, fx=fx, depth=depth)
                     truth.frames.append({"t": t, "robot": [round(x, 3), round(-z, 3), round(heading, 3)],
                                          "waypoint": waypoint, "room": robot_room, "visible": visible,
                                          "present": present, "seen": seen, "objects": objects_seen})
