@@ -111,14 +111,15 @@ def run_fleet_eval(out_dir: Path, cfg=None, per_type: int = 4, phrasings: tuple[
     stores = []
     try:
         admin = server.url()
-        for robot in robots:
-            add_robot(admin, password, robot, password)
-        add_operator(admin, password, OPERATOR, password)
         stages, ingested = [], {}
         for stage in (robots[:1], robots):     # each stage its own memory: nothing of the first reaches the second
             label = f"{len(stage)} robot{'s' if len(stage) > 1 else ''}"
             database = f"{DATABASE}_{len(stage)}"
             create_fleet(admin, password, database, StoreParams())
+            if not stages:                     # the logins (server-wide), once the fleet's roles exist
+                for robot in robots:
+                    add_robot(admin, password, robot, password)
+                add_operator(admin, password, OPERATOR, password)
 
             def login(user: str, data_dir: Path, robot_id: str = "") -> StoreParams:
                 return StoreParams(backend="postgres", postgres_url=server.url(user, database),
