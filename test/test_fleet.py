@@ -297,7 +297,10 @@ def test_a_fleet_set_up_from_the_command_line(tmp_path):
     try:
         assert f"127.0.0.1:{port}/fleet" in cli("init", "--admin-url", admin, "--face-dim", "8", "--image-dim", "16",
                                                "--reid-dim", "8", "--cache-dir", str(tmp_path / "admin"))
-        cli("add-robot", "spot1", "--admin-url", admin, password="spot1-pw")
+        out = cli("add-robot", "spot1", "--admin-url", admin, password="spot1-pw")
+        assert "made" in out and "--namespace spot1" in out and f"postgresql://{{robot_id}}@127.0.0.1:{port}/fleet" in out
+        assert "password changed" in cli("add-robot", "spot1", "--admin-url", admin, password="spot1-pw")
+        assert "--set memory.robot_id=spot-2" in cli("add-robot", "spot-2", "--admin-url", admin, password="x")
         cli("add-operator", "ops", "--admin-url", admin, password="ops-pw")
         os.environ["SPOT1_PW"] = "spot1-pw"
         robot = open_store(StoreParams(backend="postgres", postgres_url=f"postgresql://spot1@127.0.0.1:{port}/fleet",
@@ -309,7 +312,22 @@ def test_a_fleet_set_up_from_the_command_line(tmp_path):
                   "--cache-dir", str(tmp_path / "ops"), password="ops-pw")
         assert "0 identities to merge across robots" in out
         out = cli("journal", "--url", f"postgresql://ops@127.0.0.1:{port}/fleet", password="ops-pw")
-        assert out == ""                                      # nothing merged or split yet
+        assert out.strip() == "no identity changes journalled yet"
+
+        def refused(*args, password="ops-pw"):
+            run = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", *args], capture_output=True, text=True,
+                                 env={**env, "EMBODIED_MEMORY_DB_PASSWORD": password}, timeout=120)
+            assert run.returncode == 1 and run.stderr.strip().splitlines()[-1].startswith("error: "), run.stderr
+            assert "Traceback" not in run.stderr and "Warning" not in run.stderr, run.stderr
+            return run.stderr
+        assert "not an operator's login" in refused("journal", "--url", f"postgresql://spot1@127.0.0.1:{port}/fleet",
+                                                    password="spot1-pw")
+        assert "not 'abc'" in refused("undo", "abc", "--url", f"postgresql://ops@127.0.0.1:{port}/fleet")
+        assert "no password in --url" in refused("journal", "--url", f"postgresql://ops:pw@127.0.0.1:{port}/fleet")
+        assert "no password in --admin-url" in refused("add-robot", "spot3", "--admin-url",
+                                                       admin.replace("postgres@", "postgres:pw@"))
+        taken = refused("server", "--folder", str(tmp_path / "other"), "--port", str(port))
+        assert "a port in use" in taken and "could not" in taken
         bad = subprocess.run([str(VENV_BIN / "embodied-memory"), "fleet", "name", "spot1.person_0001",
                               "--url", f"postgresql://ops@127.0.0.1:{port}/fleet"], capture_output=True, text=True,
                              env={**env, "EMBODIED_MEMORY_DB_PASSWORD": "ops-pw"})

@@ -74,8 +74,12 @@ def cmd_stats(args) -> int:
     from embodied_memory_interfaces.srv import GetMemoryStats
     from .nodes.service_client import call_service
     from .params import MEMORY_STATS_SERVICE
-    s = call_service(GetMemoryStats, MEMORY_STATS_SERVICE, GetMemoryStats.Request(), args.timeout, retry_s=5.0,
-                     namespace=args.namespace).stats
+    res = call_service(GetMemoryStats, MEMORY_STATS_SERVICE, GetMemoryStats.Request(), args.timeout, retry_s=5.0,
+                       namespace=args.namespace)
+    if res.error:
+        print(f"error: {res.error}", file=sys.stderr)
+        return 1
+    s = res.stats
     fields = ("backend", "data_dir", "timezone", "episodes", "observations", "regions", "person_sightings",
               "identities", "rules", "bytes_on_disk")
     data = {f: getattr(s, f) for f in fields}

@@ -30,13 +30,15 @@ from zoneinfo import ZoneInfo
 
 from ..calendar_windows import check_timezone
 from ..llm.chat_client import BadResponse, ChatClient, EndpointUnavailable, LLMConfig, LLMError
+from ..store.errors import StoreError
 from .answer import STATUS_ERROR, Answer, clean_text, valid_time
 from .full_context import FullContextPlanner
 from .llm_planner import LLMPlanner
 from .memory_reader import QUERY_CHARS
 from .rules_planner import RulesPlanner
 from .question_parser import parse_question
-from .tools import NAVIGATE, Cancelled, MemoryCapabilities, MemoryClient, NavigateFn, OutOfTime, QuestionHooks, ToolBox
+from .tools import (NAVIGATE, Cancelled, MemoryCapabilities, MemoryClient, MemoryUnavailable, NavigateFn, OutOfTime,
+                    QuestionHooks, ToolBox)
 
 log = logging.getLogger(__name__)
 PLANNERS = ("auto", "llm", "rules", "full_context")
@@ -146,6 +148,9 @@ class QueryAgent:
             ans.trace = tools.trace if tools is not None else []
             if not ans.evidence and tools is not None:
                 ans.evidence = tools.evidence[:20]
+        except (MemoryUnavailable, StoreError) as exc:   # the memory's own error: no traceback of ours
+            log.warning("question %r: the memory failed: %s", str(question)[:200], exc)
+            ans = Answer(status=STATUS_ERROR, planner=str(requested), error=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - the last resort: an answer, never an exception
             log.exception("question %r failed", str(question)[:200])
             ans = Answer(status=STATUS_ERROR, planner=str(requested),

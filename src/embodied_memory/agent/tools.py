@@ -101,6 +101,11 @@ class ToolError(Exception):
     """Returned to the model as the tool's result (it can correct its call)."""
 
 
+class MemoryUnavailable(RuntimeError):
+    """The memory could not answer a call at all (its service or server away): the question's
+    answer is this error, said in one line."""
+
+
 class OutOfTime(RuntimeError):
     """The question's time budget (``ToolBox.deadline``) ran out before a planner answered."""
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ ADMIN_PASSWORD_ENV = "EMBODIED_MEMORY_FLEET_ADMIN_PASSWORD"
 LOGIN_PASSWORD_ENV = "EMBODIED_MEMORY_DB_PASSWORD"
 SERVER_ACTIONS = ("server", "stop")
 ADMIN_ACTIONS = ("init", "add-robot", "add-operator")
+ROS_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")     # what a ROS namespace token may be
 OPERATOR_ACTIONS = ("reconcile", "name", "journal", "undo", "forget")
 
 
@@ -74,7 +76,14 @@ def _server(args) -> int:
         return 0
     if not server.initialised():
         _env(ADMIN_PASSWORD_ENV)          # a new server's administrator password
-    server.start()
+    try:
+        server.start()
+    except subprocess.CalledProcessError:
+        log_file = server.folder / "server.log"
+        lines = log_file.read_text().strip().splitlines() if log_file.exists() else []
+        why = next((line for line in lines if "FATAL" in line or "could not" in line), lines[-1] if lines else "no log")
+        raise FleetCliError(f"the server did not start on {server.host}:{server.port}: {why.strip()} "
+                            f"(log: {log_file}; a port in use? --port)") from None
     print(f"fleet memory server running (pid {server.pid()}): {server.url()}  "
           f"(log: {server.folder / 'server.log'}; stop: embodied-memory fleet stop --folder {args.folder})")
     return 0
@@ -85,6 +94,7 @@ def _admin(args) -> int:
     from .roles import add_operator, add_robot, create_fleet
     if not args.admin_url:
         raise FleetCliError("--admin-url postgresql://ADMIN@HOST:PORT/postgres is needed")
+    _no_password_in(args.admin_url, "--admin-url", ADMIN_PASSWORD_ENV)
     if args.action != "init" and not args.name:
         raise FleetCliError(f"{args.action} needs a NAME")
     admin_password = _env(ADMIN_PASSWORD_ENV)
@@ -94,13 +104,17 @@ def _admin(args) -> int:
                            StoreParams(data_dir=_cache_dir(args), **dims))
         print(f"fleet memory ready: {url} (add logins: embodied-memory fleet add-robot ROBOT_ID ...)")
     elif args.action == "add-robot":
-        add_robot(args.admin_url, admin_password, args.name, _env(LOGIN_PASSWORD_ENV))
-        print(f"robot login {args.name}: on that robot, launch the fleet stack with --namespace {args.name} "
-              f"(or robot_id: {args.name}) and postgres_url postgresql://{{robot_id}}@HOST:PORT/{args.database}")
+        made = add_robot(args.admin_url, admin_password, args.name, _env(LOGIN_PASSWORD_ENV))
+        on_robot = f"--namespace {args.name}" if ROS_NAME_RE.match(args.name) else \
+            f"--set memory.robot_id={args.name} (not a ROS namespace name)"
+        print(f"robot login {args.name} {'made' if made else 'was there: its password changed'}: on that robot, "
+              f"launch the fleet stack with {on_robot} and postgres_url "
+              f"postgresql://{{robot_id}}@{_address(args.admin_url)}/{args.database}")
     else:
-        add_operator(args.admin_url, admin_password, args.name, _env(LOGIN_PASSWORD_ENV))
-        print(f"operator login {args.name}: embodied-memory fleet reconcile|name|journal|undo|forget "
-              f"--url postgresql://{args.name}@HOST:PORT/{args.database}")
+        made = add_operator(args.admin_url, admin_password, args.name, _env(LOGIN_PASSWORD_ENV))
+        print(f"operator login {args.name} {'made' if made else 'was there: its password changed'}: "
+              f"embodied-memory fleet reconcile|name|journal|undo|forget "
+              f"--url postgresql://{args.name}@{_address(args.admin_url)}/{args.database}")
     return 0
 
 
@@ -118,17 +132,39 @@ def open_fleet_store(url: str, cache_dir: str):
     the password from $EMBODIED_MEMORY_DB_PASSWORD)."""
     import psycopg
     from ..store import open_store
+    from .roles import OPERATOR_GROUP
     from ..store.params import StoreParams
     with psycopg.connect(url, password=_env(LOGIN_PASSWORD_ENV), connect_timeout=10) as conn:
+        user, operator = conn.execute("SELECT current_user, pg_has_role(current_user, %s, 'MEMBER') OR "
+                                      "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)",
+                                      (OPERATOR_GROUP,)).fetchone()
+        if not operator:
+            raise FleetCliError(f"{user!r} is not an operator's login: operator commands need one "
+                                "(embodied-memory fleet add-operator NAME)")
         dims = {k: int(v) for k, v in conn.execute(
             "SELECT key, value FROM meta WHERE key IN ('text_dim', 'image_dim', 'face_dim', 'reid_dim')").fetchall()}
     return open_store(StoreParams(backend="postgres", postgres_url=url, data_dir=cache_dir,
                                   postgres_password_env=LOGIN_PASSWORD_ENV, **dims))
 
 
+def _address(url: str) -> str:
+    """HOST:PORT of a libpq URL."""
+    from urllib.parse import urlsplit
+    return urlsplit(url).netloc.rpartition("@")[2] or "HOST:PORT"
+
+
+def _no_password_in(url: str, option: str, env: str) -> None:
+    from urllib.parse import urlsplit
+    if urlsplit(url).password is not None:
+        raise FleetCliError(f"no password in {option}: set the environment variable {env} instead")
+
+
 def _operator(args) -> int:
     if not args.url:
         raise FleetCliError("--url postgresql://OPERATOR@HOST:PORT/fleet is needed (an operator's login)")
+    _no_password_in(args.url, "--url", LOGIN_PASSWORD_ENV)
+    if args.action == "undo" and not args.name.isdigit():
+        raise FleetCliError(f"undo needs the CHANGE number (fleet journal), not {args.name!r}")
     needs = {"name": 2, "undo": 1, "forget": 1}.get(args.action, 0)
     given = [a for a in (args.name, args.value) if a != ""]
     if len(given) < needs:
@@ -143,7 +179,10 @@ def _operator(args) -> int:
             print(f"{survivor} is {args.value!r}" + (f" (merged with {args.name}: the same name)"
                                                       if survivor != store.resolve_person(args.name) else ""))
         elif args.action == "journal":
-            for change in store.identity_changes(limit=50):
+            changes = store.identity_changes(limit=50)
+            if not changes:
+                print("no identity changes journalled yet")
+            for change in changes:
                 print(f"{change['change']:6d}  {change['time']}  {change['kind']:8s} {change['source'] or '-'} -> "
                       f"{change['target']}  ({change['sightings']} sightings){'  undone' if change['undone'] else ''}")
         elif args.action == "undo":

@@ -150,9 +150,9 @@ def create_fleet(admin_url: str, admin_password: str, database: str, store_param
     return fleet_url
 
 
-def _add_login(admin_url: str, admin_password: str, name: str, password: str, group: str) -> None:
-    """A login in ``group`` (its password changed when it is one already); an existing role that
-    is not in ``group`` (the administrator, a robot made an operator) is refused."""
+def _add_login(admin_url: str, admin_password: str, name: str, password: str, group: str) -> bool:
+    """A login in ``group`` (its password changed when it is one already: returns False); an
+    existing role that is not in ``group`` (the administrator, a robot made an operator) is refused."""
     if not password:
         raise ValueError(f"{name}: a login needs a password")
     with _admin(admin_url, admin_password) as conn:
@@ -165,6 +165,7 @@ def _add_login(admin_url: str, admin_password: str, name: str, password: str, gr
         verb = "ALTER" if row else "CREATE"
         conn.execute(f"{verb} ROLE {role} LOGIN PASSWORD {_literal(conn, hashed)}")
         conn.execute(f"GRANT {group} TO {role}")
+        return row is None
 
 
 def _literal(conn, text: str) -> str:
@@ -172,12 +173,13 @@ def _literal(conn, text: str) -> str:
     return Literal(text).as_string(conn)
 
 
-def add_robot(admin_url: str, admin_password: str, robot_id: str, password: str) -> None:
-    """A robot's login: its role is its robot_id (the rows it may write carry that id)."""
+def add_robot(admin_url: str, admin_password: str, robot_id: str, password: str) -> bool:
+    """A robot's login: its role is its robot_id (the rows it may write carry that id).  True:
+    made; False: it was there, its password changed."""
     if not ROBOT_ID_RE.match(robot_id):
-        raise ValueError(f"robot_id {robot_id!r}: 1-64 chars of [A-Za-z0-9_.-]")
-    _add_login(admin_url, admin_password, robot_id, password, ROBOT_GROUP)
+        raise ValueError(f"robot_id {robot_id!r}: 1-63 chars of [A-Za-z0-9_-]")
+    return _add_login(admin_url, admin_password, robot_id, password, ROBOT_GROUP)
 
 
-def add_operator(admin_url: str, admin_password: str, name: str, password: str) -> None:
-    _add_login(admin_url, admin_password, name, password, OPERATOR_GROUP)
+def add_operator(admin_url: str, admin_password: str, name: str, password: str) -> bool:
+    return _add_login(admin_url, admin_password, name, password, OPERATOR_GROUP)

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -36,7 +37,9 @@ ADDRESS_FILE = "address.json"   # host and port the folder's server listens on (
 def postgres_bindir() -> Path:
     """The folder holding initdb / pg_ctl / postgres, or a clear error naming what to install."""
     try:
-        from pgserver._commands import POSTGRES_BIN_PATH
+        with warnings.catch_warnings():        # pgserver asks platformdirs for a runtime dir it does not use here
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            from pgserver._commands import POSTGRES_BIN_PATH
         return Path(POSTGRES_BIN_PATH)
     except ImportError:
         pass

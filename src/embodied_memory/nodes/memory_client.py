@@ -9,13 +9,14 @@ from embodied_memory_interfaces.srv import QueryMemory
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from ..agent.tools import MemoryUnavailable
 from ..store.memory_store import MemoryStore
 from ..store.errors import InvalidArgumentError
 from ..store.tool_args import validate_arguments
 from .common import service_qos
 
 
-class MemoryServiceError(RuntimeError):
+class MemoryServiceError(MemoryUnavailable):
     pass
 
 

@@ -404,7 +404,8 @@ class MemoryNode(ManagedNode):
         return response
 
     def _on_stats(self, _request, response):
-        s = self.store.stats()
+        with self.store.read_errors("stats"):
+            s = self.store.stats()
         response.stats = MemoryStats(
             backend=s["backend"], data_dir=s["data_dir"], timezone=self.params.timezone, episodes=s["episodes"],
             observations=s["observations"], regions=s["regions"], person_sightings=s["person_sightings"],

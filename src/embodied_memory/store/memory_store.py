@@ -24,6 +24,7 @@ nothing of embodied_memory but ``types`` and ``calendar_windows`` (test/test_sto
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -160,20 +161,27 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearc
         original error's kind, never as a sqlite3 / numpy error."""
         args = validate_arguments(self.tool_table(), name, arguments,
                                   {"image_dim": self.params.image_dim, "text_dim": self.params.text_dim})
-        try:
+        with self.read_errors(name):
             self.follow_other_writers()
             return getattr(self, name)(**args)
+
+    @contextlib.contextmanager
+    def read_errors(self, name: str):
+        """A read's failure as a StoreError with the original error's kind (a fleet's server away:
+        kind SERVER_UNREACHABLE, said in one line), never as a sqlite3 / numpy error."""
+        try:
+            yield
         except StoreError:
             raise
         except sqlite3.OperationalError as exc:
             if str(exc).startswith((UNREACHABLE, BUSY)):   # a fleet's server away: said once, no traceback
-                raise StoreError(f"{name}: {exc}", kind=SERVER_UNREACHABLE) from exc
-            log.exception("tool %s failed", name)
+                raise StoreError(f"{name}: the fleet's memory server {self.location} is not reachable (down, or "
+                                 "the network); ask again later", kind=SERVER_UNREACHABLE) from exc
+            log.exception("%s failed", name)
             raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
         except Exception as exc:  # noqa: BLE001 - no request may take the store down
-            log.exception("tool %s failed", name)
+            log.exception("%s failed", name)
             raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
-
 
 MemoryStore._register_tools()
 

@@ -183,8 +183,8 @@ class RecordsMixin:
                     if conn.in_transaction:
                         try:
                             conn.execute("ROLLBACK")
-                        except sqlite3.Error as exc:  # SQLite may have rolled back itself
-                            log.warning("rollback failed: %s", exc)
+                        except sqlite3.Error as exc:  # SQLite may have rolled back itself; a server gone, too
+                            (log.debug if self.on_server else log.warning)("rollback failed: %s", exc)
                     raise
             except (sqlite3.Error, OSError) as exc:
                 if _is_write_fault(exc):
