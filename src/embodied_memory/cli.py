@@ -8,7 +8,7 @@
     embodied-memory status                    every node's /diagnostics: queues, drops, rates
     embodied-memory ask "Where did you last see my mug?"
     embodied-memory ask --act "Go to where you last saw Alice"   may drive; Ctrl-C cancels
-    embodied-memory query TOOL '{"k": 3}'     call a retrieval tool of the running memory
+    embodied-memory query TOOL '{"n": 3}'     call a retrieval tool of the running memory
     embodied-memory forget --identity person_0003
     embodied-memory name person_0003 "Alice"
     embodied-memory inspect --data-dir D      the memory in a web page on http://127.0.0.1:8080

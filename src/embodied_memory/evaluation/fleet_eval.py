@@ -65,8 +65,9 @@ def _ingest_robot(bag: Path, params, progress: bool) -> dict:
 
 
 def _reconcile_pairs(store, identity: dict) -> list[dict]:
-    """Report only: the cross-robot pairs reconcile compares (face distance under 0.8), each
-    identity's majority person by the simulator, and which pairs ``reconcile`` then merges."""
+    """Report only (after the run; nothing here reaches the memory): the cross-robot pairs
+    reconcile compares (face distance under 0.8), each with its identities' majority person by
+    the simulator, to see where ``merge_eps`` and ``margin`` fall."""
     from ..fleet.identities import FleetMatchParams, face_distances
     majority = {}
     for person, ids in identity.get("per_person", {}).items():
@@ -179,15 +180,16 @@ def fleet_markdown(report: dict) -> str:
     lines = ["# Fleet benchmark: one robot vs the fleet, one shared memory", "",
              f"{len(report['config']['robots'])} robots, seed {report['config']['seed']}, "
              f"{report['config']['days']} day(s), {report['questions']} questions (commit {report['commit']})", "",
-             "| memory | phrasing | accuracy | strict | keyframes | identities | ids per person | purity "
-             "| reconcile merges |", "|---|---|---|---|---|---|---|---|---|"]
+             "| memory | phrasing | accuracy | strict | keyframes | identities | ids per person | pairwise recall "
+             "| purity | reconcile merges |", "|---|---|---|---|---|---|---|---|---|---|"]
     for stage in report["stages"]:
         ident = _overall(stage["identity_before_naming"])
         keyframes = sum(report["ingested"][r]["keyframes"] for r in stage["robots"])
         for r in stage["results"]:
             lines.append(f"| {stage['stage']} ({', '.join(stage['robots'])}) | {r['phrasing']} | {r['accuracy']:.3f} | "
                          f"{r['strict_accuracy']:.3f} | {keyframes} | {ident.get('identities')} | "
-                         f"{ident.get('ids_per_person')} | {ident.get('purity')} | {stage['reconcile_merges']} |")
+                         f"{ident.get('ids_per_person')} | {ident.get('pairwise_recall')} | {ident.get('purity')} | "
+                         f"{stage['reconcile_merges']} |")
     lines += ["", "Per type (accuracy, first phrasing set):", "",
               "| type | " + " | ".join(s["stage"] for s in report["stages"]) + " |",
               "|---|" + "---|" * len(report["stages"])]
@@ -196,7 +198,9 @@ def fleet_markdown(report: dict) -> str:
         cells = [f"{p[category]['accuracy']:.2f} ({p[category]['n']})" if category in p else "-" for p in per]
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
     lines += ["", "Identities are measured before the operator names them (what perception and `fleet reconcile` "
-              "did across robots); ids per person over everyone seen, purity over attributed sightings.", ""]
+              "did across robots): ids per person over everyone seen (a fragment of one sighting counts as much "
+              "as a whole day), pairwise recall over pairs of one person's sightings (weighed by sightings), "
+              "purity over attributed sightings.", ""]
     return "\n".join(lines)
 
 
