@@ -1,7 +1,7 @@
 """The store package stands alone: importing it, opening a memory, writing and querying it load
 nothing above it (no parameters of the nodes, agent, perception, ingest, nodes, simulator,
 OpenCV), only the leaf modules ``embodied_memory.types``, ``calendar_windows``,
-``text_embedding`` and ``progress`` and its own modules."""
+``text_embedding``, ``progress`` and ``records_io`` (the outbox's JSON form) and its own modules."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ FORBIDDEN_PACKAGES = ("embodied_memory.agent", "embodied_memory.perception", "em
                       "embodied_memory.nodes", "embodied_memory.sim", "cv2")
 FORBIDDEN_MODULES = ("embodied_memory.params",)
 ALLOWED = ("embodied_memory", "embodied_memory.types", "embodied_memory.calendar_windows",
-           "embodied_memory.text_embedding", "embodied_memory.progress")
+           "embodied_memory.text_embedding", "embodied_memory.progress", "embodied_memory.records_io")
 
 CODE = """
 import json, pkgutil, importlib, sys
