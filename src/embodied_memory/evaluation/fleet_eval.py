@@ -42,8 +42,7 @@ OPERATOR = "operator"
 
 def _robot_truth(truth, robots: set[str]):
     """The fleet's truth restricted to what ``robots`` sensed (naming and identity measures)."""
-    from ..sim.episode import GroundTruth
-    return GroundTruth(**{**truth.__dict__, "frames": [f for f in truth.frames if f.get("robot_id") in robots]})
+    return replace(truth, frames=[f for f in truth.frames if f.get("robot_id") in robots])
 
 
 def _ingest_robot(bag: Path, params, progress: bool) -> dict:

@@ -29,8 +29,8 @@ ADMIN_PASSWORD_ENV = "EMBODIED_MEMORY_FLEET_ADMIN_PASSWORD"
 LOGIN_PASSWORD_ENV = "EMBODIED_MEMORY_DB_PASSWORD"
 SERVER_ACTIONS = ("server", "stop")
 ADMIN_ACTIONS = ("init", "add-robot", "add-operator")
-ROS_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")     # what a ROS namespace token may be
 OPERATOR_ACTIONS = ("reconcile", "name", "journal", "undo", "forget")
+ROS_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")     # what a ROS namespace token may be
 
 
 class FleetCliError(Exception):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+EPISODE_ARGUMENTS = ("episode", "exclude_episode", "episode_id")   # query arguments naming an episode
+
 
 @dataclass(frozen=True)
 class FleetIds:
@@ -37,6 +39,14 @@ class FleetIds:
                                                                self.record(obs.keyframe_id), self.record(obs.episode_id))
         for sighting in obs.people:
             sighting.identity_id = self.identity(sighting.identity_id)
+
+    def qualify_arguments(self, arguments: dict) -> None:
+        """A query's episode arguments as the fleet's memory stores them, in place: a robot's peers
+        (its explorer) name their own episodes (local: no '/'); one already qualified passes."""
+        for key in EPISODE_ARGUMENTS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value and "/" not in value:
+                arguments[key] = self.record(value)
 
     def local_identity(self, fleet_id: str) -> str | None:
         """This robot's own name for a fleet identity id; None for another robot's."""

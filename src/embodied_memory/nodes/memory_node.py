@@ -78,10 +78,6 @@ def open_store_waiting(params: StoreParams, log, wait_s: float = STORE_OPEN_WAIT
         delay = min(15.0, delay * 2)
 
 
-EPISODE_ARGUMENTS = ("episode", "exclude_episode", "episode_id")   # query arguments naming an episode: a
-#   robot's peers name their own (local, no '/'), the fleet's memory stores them qualified (fleet/ids.py)
-
-
 class MemoryNode(ManagedNode):
     def __init__(self, **kwargs):
         super().__init__("memory", **node_options(kwargs))
@@ -382,9 +378,7 @@ class MemoryNode(ManagedNode):
         except (ValueError, RecursionError) as exc:
             raise StoreError(f"arguments_json is not JSON: {exc}", kind="InvalidArgumentError") from exc
         if isinstance(arguments, dict):          # a peer's own episode (the explorer's run): the fleet's id for it
-            for key in EPISODE_ARGUMENTS:
-                if isinstance(arguments.get(key), str) and arguments[key] and "/" not in arguments[key]:
-                    arguments[key] = self._ids.record(arguments[key])
+            self._ids.qualify_arguments(arguments)
         outbox = self._outbox
         try:
             if not (self._server_away and outbox is not None and len(outbox)):

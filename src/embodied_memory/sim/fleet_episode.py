@@ -76,13 +76,13 @@ def generate_fleet_episode(cfg: FleetConfig, out_dir: Path, progress: bool = Tru
     if len(cfg.robots) * GRID_STEP_S >= 1.0 / cfg.fps:
         raise ValueError(f"{len(cfg.robots)} robots do not fit disjoint frame grids at {cfg.fps} fps")
     sim = BuildingSim.build(cfg.building())
-    fleet = GroundTruth(**{**sim.truth.__dict__, "frames": [], "patrols": [],
-                           "config": {**sim.truth.config, "robots": [r.robot_id for r in cfg.robots]}})
+    fleet = replace(sim.truth, frames=[], patrols=[],
+                    config={**sim.truth.config, "robots": [r.robot_id for r in cfg.robots]})
     for i, robot in enumerate(cfg.robots):
         rng = np.random.default_rng([cfg.seed, i + 1])
         activities = _on_grid(plan_robot(cfg.robot_config(robot), rng), cfg.fps, i * GRID_STEP_S)
         frames = sim.render(activities, out_dir / robot.robot_id / "bag", progress, robot=robot.robot_id)
-        own = GroundTruth(**{**sim.truth.__dict__, "frames": frames, "patrols": [a.span for a in activities]})
+        own = replace(sim.truth, frames=frames, patrols=[a.span for a in activities])
         own.save(out_dir / robot.robot_id / "ground_truth.json")
         fleet.frames += frames
         fleet.patrols += own.patrols

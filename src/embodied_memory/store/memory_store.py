@@ -183,6 +183,7 @@ class MemoryStore(RecordsMixin, IndexLifecycleMixin, RetrievalMixin, RegionSearc
             log.exception("%s failed", name)
             raise StoreError(f"{name}: {type(exc).__name__}: {exc}", kind=type(exc).__name__) from exc
 
+
 MemoryStore._register_tools()
 
 
